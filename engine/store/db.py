@@ -1,0 +1,173 @@
+"""The one SQLite file: questions, agent calls, the audit chain.
+
+One dedicated thread owns the sqlite-utils Database; the asyncio loop awaits it through that
+thread's executor. WAL with synchronous=FULL: a write that was reported is on disk. A decision
+and its audit events commit in one transaction.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Mapping, TypeVar
+
+import sqlite_utils
+
+from ..errors import StoreError
+from ..types import Answer, to_jsonable
+from .audit import GENESIS, canonical, event_hash, verify_chain
+
+T = TypeVar("T")
+
+MIGRATIONS: list[str] = [
+    # 1: questions, agent calls, audit chain
+    """
+    CREATE TABLE questions (trace_id TEXT PRIMARY KEY, question TEXT NOT NULL, tier TEXT NOT NULL,
+        verdict TEXT NOT NULL, answer TEXT NOT NULL, asked_at REAL NOT NULL, answer_json TEXT NOT NULL);
+    CREATE TABLE agent_calls (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+        role TEXT NOT NULL, status TEXT NOT NULL, latency_ms REAL NOT NULL, error TEXT NOT NULL, at REAL NOT NULL);
+    CREATE INDEX agent_calls_agent ON agent_calls(agent_id, at);
+    CREATE TABLE audit (seq INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, actor TEXT NOT NULL, type TEXT NOT NULL,
+        payload TEXT NOT NULL, at REAL NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+    CREATE INDEX audit_trace ON audit(trace_id);
+    """,
+]
+
+
+def _wrap(path: Path, exc: Exception) -> StoreError:
+    text = str(exc)
+    if "disk is full" in text or "disk I/O" in text:
+        return StoreError(f"{path}: the disk is full or failing ({text}); nothing after the last reported write was saved")
+    return StoreError(f"{path}: {text}")
+
+
+class Store:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quorum-store")
+        self._db: sqlite_utils.Database | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def open_sync(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA busy_timeout=5000")
+            self._db = sqlite_utils.Database(conn)
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise _wrap(self.path, exc) from exc
+
+    async def open(self) -> None:
+        await self._run(self.open_sync)
+
+    async def aclose(self) -> None:
+        await self._run(self.close_sync)
+        self._executor.shutdown(wait=True)
+
+    def close_sync(self) -> None:
+        if self._db is not None:
+            self._db.conn.close()
+            self._db = None
+
+    def _migrate(self) -> None:
+        conn = self.db.conn
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise StoreError(f"{self.path}: database schema {version} is newer than this Quorum ({len(MIGRATIONS)})")
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            conn.executescript(f"BEGIN; {script} PRAGMA user_version={number}; COMMIT;")
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        if self._db is None:
+            raise StoreError(f"{self.path}: store is not open")
+        return self._db
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    # --- writes ----------------------------------------------------------------------------
+    def _append_audit(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
+        conn = self.db.conn
+        last = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
+        at = self.clock()
+        payload_json = canonical(payload)
+        digest = event_hash(prev, seq, trace_id, actor, type_, payload_json, at)
+        conn.execute("INSERT INTO audit VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (seq, trace_id, actor, type_, payload_json, at, prev, digest))
+        return seq
+
+    def _transaction(self, fn: Callable[[], T]) -> T:
+        conn = self.db.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+        except sqlite3.Error as exc:
+            raise _wrap(self.path, exc) from exc
+
+    def audit_sync(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
+        return self._transaction(lambda: self._append_audit(trace_id, actor, type_, payload))
+
+    async def audit(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
+        return await self._run(self.audit_sync, trace_id, actor, type_, payload)
+
+    def record_answer_sync(self, answer: Answer) -> None:
+        data = to_jsonable(answer)
+
+        def write() -> None:
+            conn = self.db.conn
+            conn.execute("INSERT INTO questions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, answer.answer,
+                          answer.asked_at, json.dumps(data, ensure_ascii=False)))
+            now = self.clock()
+            for call in answer.agents:
+                conn.execute("INSERT INTO agent_calls (trace_id, agent_id, role, status, latency_ms, error, at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (answer.trace_id, call.agent_id, call.role.value, call.status.value, call.latency_ms,
+                              call.error, now))
+                self._append_audit(answer.trace_id, call.agent_id, f"agent.{call.role.value}",
+                                   {"status": call.status.value, "latency_ms": call.latency_ms, "error": call.error,
+                                    "items": call.n_items})
+            self._append_audit(answer.trace_id, "engine", "question.decided",
+                               {"question": answer.question, "tier": answer.tier.value, "verdict": answer.verdict.value,
+                                "answer": answer.answer, "reason": answer.reason,
+                                "citations": [c.chunk_id for c in answer.citations]})
+        self._transaction(write)
+
+    async def record_answer(self, answer: Answer) -> None:
+        await self._run(self.record_answer_sync, answer)
+
+    # --- reads -----------------------------------------------------------------------------
+    def agent_stats_sync(self) -> dict[str, dict[str, float]]:
+        rows = self.db.conn.execute(
+            "SELECT agent_id, COUNT(*), SUM(status = 'ok') FROM agent_calls GROUP BY agent_id").fetchall()
+        return {agent_id: {"calls": calls, "ok": ok or 0} for agent_id, calls, ok in rows}
+
+    async def agent_stats(self) -> dict[str, dict[str, float]]:
+        return await self._run(self.agent_stats_sync)
+
+    def recent_questions_sync(self, limit: int = 50) -> list[dict[str, Any]]:
+        return list(self.db.query("SELECT trace_id, question, tier, verdict, answer, asked_at FROM questions "
+                                  "ORDER BY asked_at DESC LIMIT ?", [limit]))
+
+    async def recent_questions(self, limit: int = 50) -> list[dict[str, Any]]:
+        return await self._run(self.recent_questions_sync, limit)
+
+    def verify_audit_sync(self) -> int:
+        rows = self.db.query("SELECT * FROM audit ORDER BY seq")
+        return verify_chain(rows)

@@ -1,0 +1,56 @@
+"""Small, dependency-free text helpers shared by the generator and the evidence checks."""
+from __future__ import annotations
+
+import re
+
+STOPWORDS = frozenset("""
+a an the and or but if of to in on at by for with from as is are was were be been being it its this that
+these those which who whom whose what when where why how do does did done has have had having
+so than too very can could should would may might must will shall about into over under after before
+between during through there their them they he she his her him we our you your i me my mine ours also
+such only own same then once any each few more most other some all both just s t one first
+""".split())
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*[A-Za-z0-9]|[A-Za-z0-9]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def words(text: str) -> list[str]:
+    return [w.lower().strip(".'") for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words without stop words; the unit of overlap and coverage checks."""
+    return [w for w in words(text) if w and w not in STOPWORDS]
+
+
+NEGATIONS = frozenset({"not", "no", "nor", "never", "none", "neither", "cannot", "without"})
+
+
+def negations(text: str) -> set[str]:
+    found = {w for w in words(text) if w in NEGATIONS}
+    if "n't" in text.lower() or "n’t" in text.lower():
+        found.add("not")
+    return found
+
+
+def numbers(text: str) -> set[str]:
+    return {n.replace(",", "") for n in _NUMBER.findall(text)}
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def overlap(a: set[str], b: set[str]) -> float:
+    """Share of the smaller set found in the other: 1.0 when one answer contains the other."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))

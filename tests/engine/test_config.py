@@ -1,0 +1,86 @@
+import pytest
+
+from engine import ConfigError, FaultKind, Role, load_fleet, load_settings
+from engine.config import DEFAULT_FLEET
+
+from ..conftest import write_fleet
+
+
+def test_default_fleet_has_byzantine_agents_of_each_role():
+    fleet = load_fleet(DEFAULT_FLEET)
+    enabled = [a for a in fleet.agents if a.enabled]
+    for role in (Role.RETRIEVER, Role.GENERATOR):
+        members = [a for a in enabled if a.role is role]
+        assert len(members) >= 3
+        assert any(a.fault.kind is not FaultKind.NONE for a in members)
+
+
+def test_default_settings_load():
+    settings = load_settings()
+    assert settings.retrieval.context_k == 5
+    assert settings.tier(__import__("engine").RiskTier.LOW).retrievers == 2
+
+
+def _error(tmp_path, text) -> ConfigError:
+    path = tmp_path / "f.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_fleet(path)
+    assert str(path) in str(info.value)
+    return info.value
+
+
+def test_missing_file_names_the_file(tmp_path):
+    with pytest.raises(ConfigError, match="file not found"):
+        load_fleet(tmp_path / "nope.toml")
+
+
+def test_broken_toml(tmp_path):
+    assert "not valid TOML" in str(_error(tmp_path, "version = 1\n[[agents]\n"))
+
+
+def test_wrong_version(tmp_path):
+    err = _error(tmp_path, "version = 7\n")
+    assert err.key == "version"
+
+
+def test_unknown_key_is_named(tmp_path):
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "x"\nrole = "retriever"\nbackend = "bm25"\ncolour = "red"\n')
+    with pytest.raises(ConfigError) as info:
+        load_fleet(fleet)
+    assert info.value.key == "agents[6] (x).colour"
+    assert "unknown key" in info.value.reason
+
+
+def test_bad_url(tmp_path):
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "ext"\nrole = "retriever"\nurl = "ftp:/nowhere"\n')
+    with pytest.raises(ConfigError, match=r"agents\[6\] \(ext\)\.url: expected an http\(s\) URL"):
+        load_fleet(fleet)
+
+
+def test_bad_enum_lists_choices(tmp_path):
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "x"\nrole = "oracle"\nbackend = "bm25"\n')
+    with pytest.raises(ConfigError, match="expected one of retriever, generator, verifier, found 'oracle'"):
+        load_fleet(fleet)
+
+
+def test_duplicate_id(tmp_path):
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "gen-a"\nrole = "generator"\nbackend = "extractive"\n')
+    with pytest.raises(ConfigError, match="duplicate agent id"):
+        load_fleet(fleet)
+
+
+def test_collude_needs_group(tmp_path):
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "c"\nrole = "retriever"\nbackend = "bm25"\n'
+                                        'fault = { kind = "collude" }\n')
+    with pytest.raises(ConfigError, match="fault.group"):
+        load_fleet(fleet)
+
+
+def test_settings_type_error_names_key(tmp_path):
+    path = tmp_path / "engine.toml"
+    path.write_text('version = 1\n[retrieval]\ncontext_k = "five"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    assert info.value.key == "retrieval.context_k"
+    assert "expected int" in info.value.reason

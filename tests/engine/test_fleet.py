@@ -1,0 +1,88 @@
+"""End to end on real agent processes on 127.0.0.1 (the small, torch-free test fleet)."""
+import asyncio
+import os
+import signal
+
+import httpx
+
+from engine import AgentState, CallStatus, Engine, RiskTier, Verdict, load_fleet, load_settings
+
+from ..conftest import write_fleet
+
+
+async def test_every_agent_serves_health_and_a_question_is_answered(small_fleet_file, db_path, cache_dir):
+    engine = Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir)
+    events = []
+    engine.subscribe(events.append)
+    async with engine:
+        views = engine.agents()
+        assert all(v.state is AgentState.UP for v in views)
+        async with httpx.AsyncClient() as http:
+            for view in views:
+                health = (await http.get(f"{view.url}/health")).json()
+                assert health["id"] == view.spec.id and health["status"] == "ok"
+                assert view.url.startswith("http://127.0.0.1:")
+        answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+    assert answer.verdict is Verdict.ANSWERED
+    assert "Phobos" in answer.answer
+    assert answer.citations and all(c.chunk_id in {x.chunk.id for x in answer.context} for c in answer.citations)
+    assert len(answer.agents) == 6 and all(a.status is CallStatus.OK for a in answer.agents)
+    # The tampering retriever's edited copies were outvoted; the liar generator's answer had no support.
+    assert any("ret-rogue" in c.disputed_by for c in answer.context)
+    assert all("ret-rogue" not in c.supported_by for c in answer.context)
+    liar = next(c for c in answer.candidates if c.agent_id == "gen-liar")
+    assert liar.support_rate == 0
+    assert {e.kind for e in events} >= {"fleet.agent", "engine.ready", "question.received", "agent.call",
+                                        "retrieval.merged", "answer.decided"}
+    # No process outlives the engine.
+    assert all(c.process.poll() is not None for c in engine.launcher._children.values())
+
+
+async def test_killing_an_agent_mid_question_still_answers(tmp_path, db_path, cache_dir):
+    fleet_file = write_fleet(tmp_path, extra="""
+        [[agents]]
+        id = "ret-slow"
+        role = "retriever"
+        backend = "bm25"
+        fault = { kind = "slow", delay_s = 3.0 }
+        """)
+    engine = Engine(load_fleet(fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir)
+    async with engine:
+        pid = engine.launcher.pid("ret-slow")
+        task = asyncio.create_task(engine.ask("Who discovered the moons of Mars?"))
+        await asyncio.sleep(0.8)
+        os.kill(pid, signal.SIGKILL)
+        answer = await task
+        await asyncio.sleep(0.3)
+        state_after = engine.registry.get("ret-slow").state
+    outcome = next(a for a in answer.agents if a.agent_id == "ret-slow")
+    assert outcome.status is CallStatus.DOWN
+    assert answer.verdict is Verdict.ANSWERED and "Asaph Hall" in answer.answer
+    assert sum(a.status is CallStatus.OK for a in answer.agents) == 6
+    assert state_after is AgentState.DOWN
+
+
+async def test_crashing_agent_is_marked_down_and_never_asked_again(tmp_path, db_path, cache_dir):
+    fleet_file = write_fleet(tmp_path, extra="""
+        [[agents]]
+        id = "ret-crash"
+        role = "retriever"
+        backend = "bm25"
+        fault = { kind = "crash", after_requests = 0 }
+        """)
+    engine = Engine(load_fleet(fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir)
+    async with engine:
+        first = await engine.ask("What is the largest moon of Saturn?")
+        await asyncio.sleep(0.3)
+        second = await engine.ask("What is the largest moon of Saturn?")
+    assert next(a for a in first.agents if a.agent_id == "ret-crash").status is CallStatus.DOWN
+    assert "ret-crash" not in {a.agent_id for a in second.agents}
+    assert "Titan" in first.answer and "Titan" in second.answer
+
+
+async def test_low_tier_uses_two_retrievers_and_one_generator(small_fleet_file, db_path, cache_dir):
+    async with Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
+        answer = await engine.ask("Which planet is closest to the Sun?", RiskTier.LOW)
+    roles = [a.role.value for a in answer.agents]
+    assert roles.count("retriever") == 2 and roles.count("generator") == 1
+    assert "Mercury" in answer.answer
