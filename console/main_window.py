@@ -1,0 +1,95 @@
+"""The main window: fleet above, question and answer below, start-up progress in the status bar.
+
+Closing is two-step: the first close request is refused and announced with sig_close_requested,
+so the app can shut the engine down while the window still says what is happening; the app then
+calls allow_close() and closes it for real.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QSplitter, QWidget
+
+from .panels.ask import AskPanel
+from .panels.fleet import FleetPanel
+from .service import EngineService
+from .toast import Toast
+
+TITLE = "Quorum — operations console"
+DEFAULT_SIZE = QSize(1280, 800)
+
+
+class MainWindow(QMainWindow):
+    sig_close_requested = Signal()
+
+    def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(TITLE)
+        self.resize(DEFAULT_SIZE)
+        self._may_close = False
+        self._close_requested = False
+
+        self.fleet_panel = FleetPanel(service)
+        self.ask_panel = AskPanel(service)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.fleet_panel)
+        splitter.addWidget(self.ask_panel)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        fleet_height = self.fleet_panel.fitting_height()
+        splitter.setSizes([fleet_height, DEFAULT_SIZE.height() - fleet_height])
+        splitter.setContentsMargins(8, 8, 8, 0)
+        self.setCentralWidget(splitter)
+
+        self.status_text = QLabel("Engine not started")
+        self.progress = QProgressBar()
+        self.progress.setFixedWidth(220)
+        self.progress.setFormat("%v / %m agents")
+        self.progress.hide()
+        self.statusBar().addWidget(self.status_text, 1)
+        self.statusBar().addPermanentWidget(self.progress)
+        self.toast = Toast(self)
+        self.ask_panel.question.setFocus()     # typing starts a question; the fleet table is for reading
+        self._ready = False
+
+        service.sig_starting.connect(self._on_starting)
+        service.sig_ready.connect(self._on_ready)
+        service.sig_error.connect(self.toast.show_message)
+        service.sig_stopping.connect(self._on_stopping)
+        service.sig_stopped.connect(lambda: self.status_text.setText("Engine stopped"))
+        self.fleet_panel.sig_summary_changed.connect(self._on_fleet_summary)
+
+    # --- status bar ------------------------------------------------------------------------
+    def _on_starting(self, up: int, total: int) -> None:
+        self.status_text.setText(f"Starting agents {up}/{total}… (models may take a minute to load the first time)")
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(up)
+        self.progress.show()
+
+    def _on_ready(self, _agents_up: int) -> None:
+        self._ready = True
+        self.progress.hide()
+        self._on_fleet_summary(self.fleet_panel.summary())
+
+    def _on_fleet_summary(self, summary: str) -> None:
+        if self._ready:                      # keeps "Ready — …" true when an agent goes down later
+            self.status_text.setText(f"Ready — {summary}")
+
+    def _on_stopping(self) -> None:
+        self._ready = False
+        self.status_text.setText("Shutting down: stopping the agents and flushing the store…")
+        self.progress.setRange(0, 0)
+        self.progress.show()
+
+    # --- closing ---------------------------------------------------------------------------
+    def allow_close(self) -> None:
+        self._may_close = True
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self._may_close:
+            event.accept()
+            return
+        event.ignore()
+        if not self._close_requested:
+            self._close_requested = True
+            self.sig_close_requested.emit()

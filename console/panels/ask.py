@@ -1,0 +1,100 @@
+"""Ask panel: the question form, a busy indicator while the fleet works, and the last answer."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget
+
+from engine import Answer, RiskTier
+
+from .. import style
+from ..service import EngineService
+from .answer import AnswerView
+
+TIERS = tuple(t.value for t in RiskTier)
+
+
+class AskPanel(QWidget):
+    def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._service = service
+        self._accepting = service.ready    # False until sig_ready, and again once shutdown starts
+        self._busy = False
+
+        self.question = QLineEdit()
+        self.question.setPlaceholderText("Ask the fleet a question, e.g. What are the moons of Mars?")
+        self.question.setFont(style.scaled_font(self.font(), 1.15))
+        self.question.setClearButtonEnabled(True)
+        self.tier = QComboBox()
+        self.tier.addItems(TIERS)
+        self.tier.setCurrentText(RiskTier.MEDIUM.value)
+        self.tier.setToolTip("Risk tier: low = fast path, medium = full redundancy, high = every agent")
+        self.ask_button = QPushButton("Ask")
+        self.ask_button.setDefault(True)
+        self.ask_button.setMinimumWidth(90)
+        self.busy_bar = QProgressBar()
+        self.busy_bar.setRange(0, 0)        # indeterminate: the engine reports no fraction done
+        self.busy_bar.setMaximumWidth(140)
+        self.busy_bar.setTextVisible(False)
+        self.busy_label = QLabel()
+        self.answer_view = AnswerView()
+
+        form = QHBoxLayout()
+        form.addWidget(QLabel("Question"))
+        form.addWidget(self.question, 1)
+        form.addWidget(QLabel("Risk tier"))
+        form.addWidget(self.tier)
+        form.addWidget(self.ask_button)
+        form.addWidget(self.busy_bar)
+        form.addWidget(self.busy_label)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(form)
+        layout.addWidget(self.answer_view, 1)
+
+        self.ask_button.clicked.connect(self.submit)
+        self.question.returnPressed.connect(self.submit)
+        service.sig_ready.connect(self._on_ready)
+        service.sig_stopping.connect(self._on_stopping)
+        service.sig_question_started.connect(self._on_question_started)
+        service.sig_answer.connect(self.show_answer)
+        service.sig_question_finished.connect(self._on_question_finished)
+        self._refresh()
+
+    def submit(self) -> None:
+        if not self.ask_button.isEnabled():    # Enter while disabled must not sneak a question in
+            return
+        self._set_busy(True, "Asking the fleet…")
+        if self._service.ask(self.question.text(), self.tier.currentText()) is None:
+            self._set_busy(False)
+
+    def show_answer(self, answer: Answer) -> None:
+        self.answer_view.show_answer(answer)
+
+    # --- state -----------------------------------------------------------------------------
+    def _on_ready(self, _agents_up: int) -> None:
+        self._accepting = True
+        self._refresh()
+        self.question.setFocus()
+
+    def _on_stopping(self) -> None:
+        self._accepting = False
+        self._refresh()
+
+    def _on_question_started(self, trace_id: str, _question: str) -> None:
+        self.busy_label.setText(f"Asking the fleet… ({trace_id[:8]})")
+
+    def _on_question_finished(self, _ok: bool) -> None:
+        self._set_busy(False)
+
+    def _set_busy(self, busy: bool, text: str = "") -> None:
+        self._busy = busy
+        self.busy_label.setText(text)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.ask_button.setEnabled(self._accepting and not self._busy)
+        self.busy_bar.setVisible(self._busy)
+        self.busy_label.setVisible(self._busy)
+        if not self._accepting and not self._busy:
+            self.ask_button.setToolTip("Waiting for the fleet to be ready")
+        else:
+            self.ask_button.setToolTip("Ask (Enter)")

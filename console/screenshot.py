@@ -1,0 +1,79 @@
+"""Screenshot of the console as an operator sees it, taken offscreen:
+
+    python -m console.screenshot OUT.png [--fleet F] [--corpus DIR] [--question Q] [--tier T]
+
+Starts the real console (run_console), waits for the fleet, asks the question, waits for the
+answer, saves `window.grab()` and closes the window through the normal shutdown path.
+The database goes to a temporary folder unless --db is given; the embedding cache is the usual one.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+DEFAULT_QUESTION = "What are the moons of Mars?"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m console.screenshot", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="PNG file to write")
+    parser.add_argument("--fleet", type=Path, help="fleet file (default: config/fleet.toml)")
+    parser.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    parser.add_argument("--corpus", type=Path, help="folder of .md/.txt files for the built-in retrievers")
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    parser.add_argument("--tier", choices=["low", "medium", "high"], default="medium")
+    parser.add_argument("--db", type=Path, help="SQLite file (default: a temporary one)")
+    parser.add_argument("--cache-dir", type=Path, help="agents' cache folder (default: the user cache dir)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the fleet, then the answer")
+    return parser
+
+
+def make_script(out: Path, question: str, tier: str, timeout_s: float):
+    from .signals import first_emission
+    from .service import Phase
+
+    async def script(window, service) -> int:
+        log = logging.getLogger("console.screenshot")
+        while not service.ready:
+            if service.phase is Phase.FAILED:
+                log.error("the fleet did not start; no screenshot")
+                return 1
+            await first_emission(service.sig_ready, service.sig_error, timeout_s=timeout_s)
+        panel = window.ask_panel
+        panel.question.setText(question)
+        panel.tier.setCurrentText(tier)
+        panel.submit()
+        _, (ok,) = await first_emission(service.sig_question_finished, timeout_s=timeout_s)
+        if not ok:
+            log.error("the question failed; no screenshot")
+            return 1
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if not window.grab().save(str(out)):
+            log.error("cannot write %s", out)
+            return 1
+        log.info("screenshot saved to %s", out)
+        return 0
+
+    return script
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")    # must be set before QApplication exists
+    from engine import load_fleet, load_settings
+    from .app import run_console
+
+    fleet = load_fleet(args.fleet, corpus_dir=args.corpus.resolve() if args.corpus else None)
+    settings = load_settings(args.settings)
+    with tempfile.TemporaryDirectory(prefix="quorum-screenshot-") as tmp:
+        db_path = args.db or Path(tmp) / "quorum.db"
+        script = make_script(args.out.resolve(), args.question, args.tier, args.timeout)
+        return run_console(fleet, settings, db_path=db_path, cache_dir=args.cache_dir, script=script)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

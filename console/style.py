@@ -1,0 +1,89 @@
+"""Colours and fonts in one place, so a state always looks the same wherever it is shown."""
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QFont, QFontDatabase
+from PySide6.QtWidgets import QApplication, QTableView
+
+from engine import AgentState, CallStatus, FaultKind, Verdict
+
+# Dark enough to read on the default light table background.
+GREEN = QColor("#1b7f3b")
+AMBER = QColor("#a86200")
+RED = QColor("#c62828")
+GREY = QColor("#6b6b6b")
+BLUE = QColor("#1f5fa8")
+FAULT_BACKGROUND = QColor("#fde7e7")
+
+AGENT_STATE_COLOURS = {
+    AgentState.UP: GREEN,
+    AgentState.STARTING: BLUE,
+    AgentState.DOWN: RED,
+    AgentState.DISABLED: GREY,
+}
+
+CALL_STATUS_COLOURS = {
+    CallStatus.OK: GREEN,
+    CallStatus.TIMEOUT: AMBER,
+}
+
+# Badge colours: (background, text).
+VERDICT_BADGES = {
+    Verdict.ANSWERED: ("#1b7f3b", "#ffffff"),
+    Verdict.ABSTAINED: ("#f2a900", "#1a1a1a"),
+    Verdict.NO_ANSWER: ("#757575", "#ffffff"),
+}
+
+VERDICT_LABELS = {
+    Verdict.ANSWERED: "ANSWERED",
+    Verdict.ABSTAINED: "ABSTAINED",
+    Verdict.NO_ANSWER: "NO ANSWER",
+}
+
+
+def agent_state_colour(state: AgentState) -> QColor:
+    return AGENT_STATE_COLOURS.get(state, GREY)
+
+
+def call_status_colour(status: CallStatus) -> QColor:
+    return CALL_STATUS_COLOURS.get(status, RED)
+
+
+def fault_colour(fault: FaultKind) -> QColor:
+    return GREY if fault is FaultKind.NONE else RED
+
+
+def verdict_badge_css(verdict: Verdict) -> str:
+    background, text = VERDICT_BADGES[verdict]
+    return (f"QLabel {{ background: {background}; color: {text}; font-weight: bold; "
+            f"border-radius: 6px; padding: 4px 12px; }}")
+
+
+def scaled_font(base: QFont, factor: float, bold: bool = False) -> QFont:
+    font = QFont(base)
+    font.setPointSizeF(base.pointSizeF() * factor)
+    font.setBold(bold)
+    return font
+
+
+def monospace_font() -> QFont:
+    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+
+
+def compact_rows(table: QTableView) -> None:
+    """Rows just tall enough for one line of text, so a whole fleet fits without scrolling."""
+    height = table.fontMetrics().height() + 10
+    table.verticalHeader().setMinimumSectionSize(height)
+    table.verticalHeader().setDefaultSectionSize(height)
+    # Air between right- and left-aligned neighbours; headers padded alike so titles line up with cells.
+    table.setStyleSheet("QTableView::item { padding: 0px 6px; }"
+                        "QHeaderView::section { padding: 3px 6px; border: none;"
+                        " border-right: 1px solid #c8c8c8; border-bottom: 1px solid #c8c8c8; background: #ececec; }")
+
+
+def apply_app_style(app: QApplication) -> None:
+    """Fusion looks the same on every platform (and offscreen); 10 pt keeps tables readable."""
+    app.setStyle("Fusion")
+    font = app.font()
+    if font.pointSizeF() < 10:
+        font.setPointSizeF(10)
+        app.setFont(font)

@@ -1,0 +1,95 @@
+"""A read-only table model over a list of records, described by a list of columns.
+
+Panels declare what each column shows (text, alignment, colour, tooltip) instead of writing
+one `data()` per table; the fleet, outcome and position tables all use it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Sequence, TypeVar
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor, QFont
+
+R = TypeVar("R")
+Index = QModelIndex | QPersistentModelIndex
+
+LEFT = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+
+
+@dataclass(frozen=True)
+class Column(Generic[R]):
+    title: str
+    text: Callable[[R], str]
+    align: Qt.AlignmentFlag = LEFT
+    foreground: Callable[[R], QColor | None] | None = None
+    background: Callable[[R], QColor | None] | None = None
+    bold: Callable[[R], bool] | None = None
+    tooltip: Callable[[R], str] | None = None
+
+
+class RecordTableModel(QAbstractTableModel, Generic[R]):
+    def __init__(self, columns: Sequence[Column[R]], parent=None) -> None:
+        super().__init__(parent)
+        self._columns = tuple(columns)
+        self._records: list[R] = []
+
+    # --- Qt model interface ----------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._records)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._columns)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation is Qt.Orientation.Horizontal and 0 <= section < len(self._columns):
+            if role == Qt.ItemDataRole.DisplayRole:
+                return self._columns[section].title
+            if role == Qt.ItemDataRole.TextAlignmentRole:
+                return int(self._columns[section].align)
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._records) or index.column() >= len(self._columns):
+            return None
+        record, column = self._records[index.row()], self._columns[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return column.text(record)
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int(column.align)
+        if role == Qt.ItemDataRole.ForegroundRole and column.foreground:
+            return column.foreground(record)
+        if role == Qt.ItemDataRole.BackgroundRole and column.background:
+            return column.background(record)
+        if role == Qt.ItemDataRole.FontRole and column.bold and column.bold(record):
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.ToolTipRole and column.tooltip:
+            return column.tooltip(record) or None
+        return None
+
+    # --- records ---------------------------------------------------------------------------
+    def set_records(self, records: Sequence[R]) -> None:
+        self.beginResetModel()
+        self._records = list(records)
+        self.endResetModel()
+
+    def records(self) -> tuple[R, ...]:
+        return tuple(self._records)
+
+    def record(self, row: int) -> R:
+        return self._records[row]
+
+    def append_record(self, record: R) -> int:
+        row = len(self._records)
+        self.beginInsertRows(QModelIndex(), row, row)
+        self._records.append(record)
+        self.endInsertRows()
+        return row
+
+    def replace_record(self, row: int, record: R) -> None:
+        """Swaps one record and tells views that only this row changed."""
+        self._records[row] = record
+        self.dataChanged.emit(self.index(row, 0), self.index(row, len(self._columns) - 1))

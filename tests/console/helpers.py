@@ -1,0 +1,28 @@
+"""Checks on agent processes, for console tests (tests may look inside the engine; the console may not)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine import Engine
+
+
+def agent_processes_alive(engine: Engine) -> list[str]:
+    """Ids of agents whose process is still running (the test may look inside the engine)."""
+    return [agent_id for agent_id, child in engine.launcher._children.items() if child.process.poll() is None]
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids of live processes whose command line contains `text` (Linux /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = next((line for line in (entry / "status").read_text().splitlines() if line.startswith("State:")), "")
+        except OSError:
+            continue
+        if text in cmdline and "zombie" not in state:
+            pids.append(int(entry.name))
+    return pids

@@ -1,0 +1,86 @@
+"""The console as an operator uses it, on the real small fleet: window, question, answer, close."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from console.app import serve
+from console.main_window import TITLE, MainWindow
+from console.service import EngineService, Phase
+
+from .helpers import agent_processes_alive, processes_mentioning
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_MS = 60_000
+ANSWER_TIMEOUT_MS = 30_000
+STOP_TIMEOUT_MS = 20_000
+
+
+def test_operator_asks_through_the_window_and_closing_stops_the_fleet(qtbot, qasync_loop, engine):
+    service = EngineService(engine)
+    window = MainWindow(service)
+    qtbot.addWidget(window)
+    errors = []
+    service.sig_error.connect(errors.append)
+    panel = window.ask_panel
+    assert window.windowTitle() == TITLE
+    assert (window.width(), window.height()) == (1280, 800)
+    assert panel.tier.currentText() == "medium"
+
+    run = qasync_loop.create_task(serve(window, service))     # shows the window, then starts the engine
+    qtbot.waitExposed(window)
+    assert not panel.ask_button.isEnabled()                   # not before the fleet is ready
+    qtbot.waitUntil(lambda: "Starting agents" in window.status_text.text(), timeout=START_TIMEOUT_MS)
+    with qtbot.waitSignal(service.sig_ready, timeout=START_TIMEOUT_MS):
+        pass
+    assert panel.ask_button.isEnabled()
+    assert window.status_text.text() == "Ready — all 6 agents up"
+    assert window.progress.isHidden()
+    assert window.fleet_panel.title.text() == "Fleet — all 6 agents up"
+
+    qtbot.keyClicks(panel.question, "What are the moons of Mars?")
+    with qtbot.waitSignal(service.sig_answer, timeout=ANSWER_TIMEOUT_MS):
+        qtbot.keyClick(panel.question, Qt.Key.Key_Return)      # Enter submits
+        assert not panel.ask_button.isEnabled()                # one question at a time
+        assert panel.busy_bar.isVisible()
+    assert not panel.busy_bar.isVisible()
+    assert panel.ask_button.isEnabled()
+
+    header = panel.answer_view.header
+    assert header.badge.text() == "ANSWERED"
+    assert "Phobos" in header.answer.text()
+    assert "supported by" in header.reason.text()
+    trace_id = header.trace.text().removeprefix("trace_id ")
+    assert len(trace_id) == 32
+    citations = panel.answer_view.citations
+    assert citations.list.count() >= 1
+    assert "Phobos" in citations.detail.toPlainText()
+    outcomes = panel.answer_view.outcomes_model
+    assert sorted(outcomes.record(r).agent_id for r in range(outcomes.rowCount())) == sorted(
+        v.spec.id for v in engine.agents())
+    fleet = window.fleet_panel.model
+    assert all(view.calls >= 1 and view.last_latency_ms is not None for view in fleet.records())
+
+    window.close()                                   # refused at first: shutdown runs while it stays up
+    qtbot.waitUntil(run.done, timeout=STOP_TIMEOUT_MS)
+    assert run.result() == 0
+    assert service.phase is Phase.STOPPED
+    assert not window.isVisible()
+    assert agent_processes_alive(engine) == []
+    assert errors == []
+
+
+def test_screenshot_tool_runs_the_real_console_and_exits_cleanly(small_fleet_file, tmp_path):
+    out = tmp_path / "console.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "console.screenshot", str(out), "--fleet", str(small_fleet_file),
+         "--db", str(tmp_path / "shot.db"), "--cache-dir", str(tmp_path / "cache"), "--timeout", "60"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert out.stat().st_size > 20_000                        # a real 1280x800 picture, not an empty file
+    assert processes_mentioning(str(small_fleet_file)) == []   # every agent went down with the console
