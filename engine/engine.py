@@ -16,6 +16,8 @@ from .config import EngineSettings, FleetConfig
 from .errors import AgentError
 from .pipeline import Pipeline
 from .registry import AgentRegistry, AgentView
+from .retrieval.secure import SecureRetrieval
+from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.db import Store
 from .types import Answer, AgentState, Event, RiskTier
 
@@ -44,7 +46,9 @@ class Engine:
         self.registry = AgentRegistry(fleet)
         self.client = AgentClient(settings.limits, transport=transport)
         self.launcher = FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state) if launch else None
-        self.pipeline = Pipeline(settings, self.client, self.registry, self._emit, clock=clock)
+        self.embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), self.cache_dir / "engine")
+        self.pipeline = Pipeline(settings, self.client, self.registry, self._emit,
+                                 SecureRetrieval(settings.retrieval, self.embedder), clock=clock)
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
 
@@ -56,10 +60,11 @@ class Engine:
         for listener in list(self._listeners):
             listener(event)
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _on_agent_state(self, agent_id: str, state: AgentState, url: str, detail: str) -> None:
         view = self.registry.set_state(agent_id, state, url, detail)
@@ -77,8 +82,11 @@ class Engine:
             self._emit(Event("fleet.agent", "", {"view": view}, self.clock()))
         await asyncio.gather(*(self._check_external(v) for v in self.registry.all()
                                if not v.spec.builtin and v.spec.enabled))
+        # The engine's embedder loads (torch import included) while the agents start.
+        warm = self._spawn(asyncio.to_thread(self.embedder.embed_passages, ["warm-up"]))
         if self.launcher:
             await self.launcher.start()
+        await asyncio.shield(warm)   # a cancelled start leaves the thread to aclose(), which awaits it
         self._emit(Event("engine.ready", "", {"agents_up": sum(v.state is AgentState.UP for v in self.agents())},
                          self.clock()))
 
@@ -99,6 +107,7 @@ class Engine:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.client.aclose()
         await self.store.aclose()
+        self.embedder.close()
 
     async def __aenter__(self) -> "Engine":
         await self.start()

@@ -15,7 +15,7 @@ from .config import EngineSettings
 from .errors import InputError
 from .generation.adjudicate import adjudicate
 from .registry import AgentRegistry, AgentView
-from .retrieval.merge import merge
+from .retrieval.secure import SecureRetrieval
 from .types import Answer, Citation, Event, RiskTier, Role, Verdict
 
 Emit = Callable[[Event], None]
@@ -36,11 +36,12 @@ def screen_question(question: str, max_chars: int) -> str:
 
 class Pipeline:
     def __init__(self, settings: EngineSettings, client: AgentClient, registry: AgentRegistry, emit: Emit,
-                 clock: Callable[[], float] = time.time) -> None:
+                 secure: SecureRetrieval, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.client = client
         self.registry = registry
         self.emit = emit
+        self.secure = secure
         self.clock = clock
 
     def _event(self, kind: str, trace_id: str, **payload) -> None:
@@ -73,10 +74,13 @@ class Pipeline:
         timings["retrieve"] = _ms(started)
         started = time.perf_counter()
         replies = {r.outcome.agent_id: r.value for r in retrieved if r.value is not None}
-        report = merge(replies, self.settings.retrieval)
-        timings["merge"] = _ms(started)
+        kinds = {v.spec.id: v.spec.backend or v.spec.kind.value for v in retrievers}
+        # CPU work (embedding, clustering) runs off the loop so the console stays responsive.
+        report = await asyncio.to_thread(self.secure.run, question, replies, kinds=kinds, mode=policy.retrieval_mode)
+        timings["secure_retrieval"] = _ms(started)
         self._event("retrieval.merged", trace_id, context=[c.chunk.id for c in report.context],
-                    disputes=list(report.disputes), fallback=report.fallback)
+                    excluded=[(c.chunk.id, c.explanation.flags if c.explanation else ()) for c in report.excluded],
+                    suspects=[(x.agent_id, x.reason) for x in report.suspects], fallback=report.fallback)
 
         outcomes = [r.outcome for r in retrieved]
         decision = None
@@ -105,9 +109,13 @@ class Pipeline:
                               for c in report.context if c.chunk.id in cited)
         if report.fallback:
             reason += "; retrievers did not agree on any passage, so single-agent passages were used"
+        if report.positions:
+            reason += "; kept out: " + "; ".join(f"{p.reason} pushing '{' '.join(p.claim[:5])}'"
+                                                  for p in report.positions)
         answer = Answer(trace_id=trace_id, question=question, tier=tier, verdict=verdict, answer=text, reason=reason,
                         citations=citations, agents=tuple(outcomes), context=report.context,
-                        candidates=candidates, timings_ms=timings, asked_at=asked_at)
+                        candidates=candidates, timings_ms=timings, asked_at=asked_at, excluded=report.excluded,
+                        suspects=tuple((x.agent_id, x.reason) for x in report.suspects))
         self._event("answer.decided", trace_id, answer=answer)
         return answer
 

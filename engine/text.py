@@ -8,7 +8,7 @@ a an the and or but if of to in on at by for with from as is are was were be bee
 these those which who whom whose what when where why how do does did done has have had having
 so than too very can could should would may might must will shall about into over under after before
 between during through there their them they he she his her him we our you your i me my mine ours also
-such only own same then once any each few more most other some all both just s t one first
+such only own same then once any each few more most other some all both just s t one first many much
 """.split())
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*[A-Za-z0-9]|[A-Za-z0-9]")

@@ -140,12 +140,26 @@ class AgentOutcome:
 
 
 @dataclass(frozen=True)
+class ChunkExplanation:
+    """Why secure retrieval ranked a passage where it did (shown in the console, kept in the audit)."""
+    votes: float                  # reputation-weighted reciprocal-rank votes
+    support_share: float          # share of the answering retrievers' weight that returned this text
+    kinds: tuple[str, ...]        # retriever kinds that returned it
+    metadata_confidence: float    # authority, freshness and position, 0..1
+    query_similarity: float
+    cluster: int                  # HDBSCAN label over this question's passages (-1: in no cluster)
+    flags: tuple[str, ...] = ()   # echo | tampered | disputed | inconsistent | outlier
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class ContextChunk:
     """A chunk that survived retrieval consensus, with why it is there."""
     chunk: Chunk
     score: float
     supported_by: tuple[str, ...]          # agents that returned this exact text
     disputed_by: tuple[str, ...] = ()      # agents that returned the same id with different text
+    explanation: ChunkExplanation | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +203,8 @@ class Answer:
     candidates: tuple[Candidate, ...]
     timings_ms: Mapping[str, float]
     asked_at: float
+    excluded: tuple[ContextChunk, ...] = ()          # passages secure retrieval kept out, with reasons
+    suspects: tuple[tuple[str, str], ...] = ()       # (agent_id, why) reported for the reputation system
 
     def agents_ok(self, role: Role) -> int:
         return sum(1 for a in self.agents if a.role is role and a.status is CallStatus.OK)

