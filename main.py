@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", help="check the audit trail")
     audit.add_argument("action", choices=["verify"])
     audit.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+    from engine.evaluation.cli import add_eval_parser
+    add_eval_parser(sub)
     return parser
 
 
@@ -143,6 +145,11 @@ def _audit_verify(args) -> int:
     return EXIT_OK
 
 
+def _eval(args) -> int:
+    from engine.evaluation.cli import run_eval
+    return run_eval(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from engine import ConfigError, InputError, QuorumError
@@ -153,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_fleet_up(args))
         if args.command == "audit":
             return _audit_verify(args)
+        if args.command == "eval":
+            return _eval(args)
         from console.app import run_console
         fleet, settings = _load(args)
         return run_console(fleet, settings, db_path=args.db)

@@ -1,9 +1,10 @@
 """Screenshot of the console as an operator sees it, taken offscreen:
 
-    python -m console.screenshot OUT.png [--fleet F] [--corpus DIR] [--question Q] [--tier T]
+    python -m console.screenshot OUT.png [--fleet F] [--corpus DIR] [--question Q] [--tier T] [--tab NAME]
 
 Starts the real console (run_console), waits for the fleet, asks the question, waits for the
-answer, saves `window.grab()` and closes the window through the normal shutdown path.
+answer, opens the evidence tab named by --tab (e.g. "context", "generators"), saves
+`window.grab()` and closes the window through the normal shutdown path.
 The database goes to a temporary folder unless --db is given; the embedding cache is the usual one.
 """
 from __future__ import annotations
@@ -28,11 +29,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tier", choices=["low", "medium", "high"], default="medium")
     parser.add_argument("--db", type=Path, help="SQLite file (default: a temporary one)")
     parser.add_argument("--cache-dir", type=Path, help="agents' cache folder (default: the user cache dir)")
+    parser.add_argument("--tab", help="evidence tab to show, by the start of its name (case-insensitive): "
+                                         "citations, context, generators or agents (default: the one the answer opens)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the fleet, then the answer")
     return parser
 
 
-def make_script(out: Path, question: str, tier: str, timeout_s: float):
+def find_tab(names: list[str], wanted: str) -> int:
+    """Position of the tab whose name starts with `wanted` (case-insensitive), or -1."""
+    wanted = wanted.strip().lower()
+    return next((i for i, name in enumerate(names) if name.lower().startswith(wanted)), -1)
+
+
+def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int | None = None):
     from .signals import first_emission
     from .service import Phase
 
@@ -51,6 +60,8 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float):
         if not ok:
             log.error("the question failed; no screenshot")
             return 1
+        if tab is not None:
+            panel.answer_view.show_tab(tab)
         out.parent.mkdir(parents=True, exist_ok=True)
         if not window.grab().save(str(out)):
             log.error("cannot write %s", out)
@@ -66,12 +77,19 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")    # must be set before QApplication exists
     from engine import load_fleet, load_settings
     from .app import run_console
+    from .panels.answer import TAB_NAMES
+
+    tab = None
+    if args.tab:
+        tab = find_tab(list(TAB_NAMES), args.tab)
+        if tab < 0:
+            build_parser().error(f"--tab {args.tab!r}: no such tab (tabs: {', '.join(TAB_NAMES)})")
 
     fleet = load_fleet(args.fleet, corpus_dir=args.corpus.resolve() if args.corpus else None)
     settings = load_settings(args.settings)
     with tempfile.TemporaryDirectory(prefix="quorum-screenshot-") as tmp:
         db_path = args.db or Path(tmp) / "quorum.db"
-        script = make_script(args.out.resolve(), args.question, args.tier, args.timeout)
+        script = make_script(args.out.resolve(), args.question, args.tier, args.timeout, tab)
         return run_console(fleet, settings, db_path=db_path, cache_dir=args.cache_dir, script=script)
 
 

@@ -13,6 +13,29 @@ RED = QColor("#c62828")
 GREY = QColor("#6b6b6b")
 BLUE = QColor("#1f5fa8")
 FAULT_BACKGROUND = QColor("#fde7e7")
+KEPT_OUT_BACKGROUND = FAULT_BACKGROUND        # a passage secure retrieval kept out of the context
+FAILING_BACKGROUND = FAULT_BACKGROUND         # a generator whose claims its evidence does not back
+
+# Flags secure retrieval puts on a passage: chip colours (background, text) and what each means.
+FLAG_CHIPS = {
+    "echo": ("#7b1fa2", "#ffffff"),
+    "tampered": ("#c62828", "#ffffff"),
+    "disputed": ("#e65100", "#ffffff"),
+    "inconsistent": ("#f9a825", "#1a1a1a"),
+    "outlier": ("#546e7a", "#ffffff"),
+}
+OTHER_FLAG_CHIP = ("#757575", "#ffffff")
+FLAG_MEANINGS = {
+    "echo": "one of several near-duplicate passages pushing a claim nothing independent corroborates "
+            "(the PoisonedRAG signature)",
+    "tampered": "a near-copy of a better-supported passage with different numbers, names or polarity",
+    "disputed": "another text under the same chunk id had more support",
+    "inconsistent": "two of its own sentences say nearly the same thing with different numbers or polarity",
+    "outlier": "in no cluster, off the question's topic, and returned by too few retrievers",
+}
+# The warning line naming suspected agents, and the marker in the fleet table.
+SUSPECT_CSS = ("QLabel { color: #7a1f00; background: #fff3e0; border-left: 4px solid #e65100;"
+               " padding: 3px 8px; }")
 
 AGENT_STATE_COLOURS = {
     AgentState.UP: GREEN,
@@ -50,6 +73,15 @@ def call_status_colour(status: CallStatus) -> QColor:
 
 def fault_colour(fault: FaultKind) -> QColor:
     return GREY if fault is FaultKind.NONE else RED
+
+
+def flag_chip_colours(flag: str) -> tuple[QColor, QColor]:
+    background, text = FLAG_CHIPS.get(flag, OTHER_FLAG_CHIP)
+    return QColor(background), QColor(text)
+
+
+def flag_meaning(flag: str) -> str:
+    return FLAG_MEANINGS.get(flag, "flagged by secure retrieval")
 
 
 def verdict_badge_css(verdict: Verdict) -> str:

@@ -32,14 +32,14 @@ BUILTIN_BACKENDS = {
 class RetrievalSettings:
     k_per_agent: int = 8          # chunks asked of each retriever
     context_k: int = 5            # chunks in the safe context
-    rrf_k: int = 60               # reciprocal-rank-fusion constant
+    rrf_k: int = 10               # reciprocal-rank fusion: small, so rank matters as well as count
     max_chunk_chars: int = 4000   # longer chunk texts are cut (and the cut recorded)
     embedder: str = "dense-minilm"    # the engine's own embedder for passage features
     quorum_share: float = 0.35    # share of retriever weight that must return a passage
     echo_similarity: float = 0.8  # cosine at which two different passages are near-duplicates
     echo_min_size: int = 3        # near-duplicates it takes to make an echo cluster
-    echo_core_share: float = 0.6  # share of an echo cluster that must carry a word for it to be the cluster's claim
-    corroboration: float = 0.5    # share of that claim an independent passage must carry to corroborate it
+    echo_margin: float = 0.02     # how much closer to the question than any independent passage an echo sits
+    corroboration: float = 0.85   # share of an echo's claim an independent passage must carry to corroborate it
     tamper_similarity: float = 0.9    # cosine above which differing numbers or names mean an edited copy
     min_cluster_size: int = 2     # HDBSCAN
 
@@ -167,7 +167,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     )
     for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),
                          ("generation", "answer_match"), ("retrieval", "quorum_share"),
-                         ("retrieval", "echo_similarity"), ("retrieval", "echo_core_share"),
+                         ("retrieval", "echo_similarity"),
                          ("retrieval", "corroboration"), ("retrieval", "tamper_similarity")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")

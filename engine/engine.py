@@ -13,9 +13,11 @@ import platformdirs
 from .agents.client import AgentClient
 from .agents.launcher import FleetLauncher
 from .config import EngineSettings, FleetConfig
+from .corpus import load_corpus
 from .errors import AgentError
 from .pipeline import Pipeline
 from .registry import AgentRegistry, AgentView
+from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.db import Store
@@ -82,13 +84,21 @@ class Engine:
             self._emit(Event("fleet.agent", "", {"view": view}, self.clock()))
         await asyncio.gather(*(self._check_external(v) for v in self.registry.all()
                                if not v.spec.builtin and v.spec.enabled))
-        # The engine's embedder loads (torch import included) while the agents start.
-        warm = self._spawn(asyncio.to_thread(self.embedder.embed_passages, ["warm-up"]))
+        # The engine's embedder loads (torch import included) and embeds the built-in corpus into its
+        # cache while the agents start, so questions pay only for passages it has never seen.
+        warm = self._spawn(asyncio.to_thread(self._warm_embedder))
         if self.launcher:
             await self.launcher.start()
         await asyncio.shield(warm)   # a cancelled start leaves the thread to aclose(), which awaits it
         self._emit(Event("engine.ready", "", {"agents_up": sum(v.state is AgentState.UP for v in self.agents())},
                          self.clock()))
+
+    def _warm_embedder(self) -> None:
+        texts = ["warm-up"]
+        if any(a.builtin and a.enabled for a in self.fleet.agents):
+            texts += [c.text for c in load_corpus(self.fleet.corpus_dir).chunks]
+        self.embedder.embed_passages(texts)
+        anomaly.warm_up()
 
     async def _check_external(self, view: AgentView) -> None:
         """External agents are only marked down if they do not answer /health."""

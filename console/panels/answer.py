@@ -1,17 +1,23 @@
-"""How one answer is shown: verdict badge, answer, reason and trace id; the citations with their
-full text; what each agent did for this question; and, when the fleet abstained, each position."""
+"""How one answer is shown: verdict badge, answer, reason, suspected agents and trace id above; below,
+the evidence in tabs (citations, the passages in context and kept out, every generator's candidate
+with its claim checks, what each agent did) beside one detail pane for whatever is selected."""
 from __future__ import annotations
 
 import html
+from collections import defaultdict
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
-                               QListWidgetItem, QSplitter, QTableView, QTextBrowser, QVBoxLayout, QWidget)
+                               QListWidgetItem, QSplitter, QTableView, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
-from engine import AgentOutcome, Answer, Candidate, Citation, Verdict
+from engine import AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel
+from .evidence import (CANDIDATE_COLUMNS, CHECK_CLAIM_COLUMN, CHECK_COLUMNS, CHECK_REASON_COLUMN, PASSAGE_COLUMNS, PASSAGE_FLAGS_COLUMN,
+                       PASSAGE_NOTE_COLUMN, PASSAGE_TITLE_COLUMN, FlagChipsDelegate, PassageRow, candidate_html, claim_check_html, failing,
+                       kept_out_background, outcome_html, passage_html, passage_rows, passages_by_id,
+                       reference_passage)
 
 OUTCOME_COLUMNS: tuple[Column[AgentOutcome], ...] = (
     Column("Agent", lambda o: o.agent_id, bold=lambda o: True),
@@ -22,29 +28,6 @@ OUTCOME_COLUMNS: tuple[Column[AgentOutcome], ...] = (
     Column("Items", lambda o: str(o.n_items), align=RIGHT),
     Column("Error", lambda o: o.error or "", foreground=lambda o: style.RED, tooltip=lambda o: o.error),
 )
-
-POSITION_COLUMNS: tuple[Column[Candidate], ...] = (
-    Column("Agent", lambda c: c.agent_id, bold=lambda c: True,
-           tooltip=lambda c: f"agrees with: {', '.join(c.agreeing)}" if c.agreeing else "agrees with no one"),
-    Column("Support", lambda c: f"{c.support_rate:.0%}", align=RIGHT,
-           foreground=lambda c: style.GREEN if c.support_rate >= 0.8 else style.RED),
-    Column("Answer", lambda c: c.generation.answer or "(no answer)", tooltip=lambda c: c.generation.answer),
-)
-
-
-def _table(model: RecordTableModel, stretch_column: int) -> QTableView:
-    table = QTableView()
-    table.setModel(model)
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setAlternatingRowColors(True)
-    table.setWordWrap(False)
-    table.verticalHeader().setVisible(False)
-    style.compact_rows(table)
-    header = table.horizontalHeader()
-    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setSectionResizeMode(stretch_column, QHeaderView.ResizeMode.Stretch)
-    return table
 
 
 def _boxed(title: str, widget: QWidget) -> QGroupBox:
@@ -64,12 +47,62 @@ def citation_html(citation: Citation) -> str:
     esc = html.escape
     return (f"<h3 style='margin:0'>{esc(citation.title or citation.chunk_id)}</h3>"
             f"<p style='color:#555; margin-top:4px'>Source: {esc(citation.source or 'unknown')}"
-            f" · chunk <code>{esc(citation.chunk_id)}</code></p>"
+            f"<br>Chunk: <code>{esc(citation.chunk_id)}</code></p>"
             f"<p style='white-space:pre-wrap'>{esc(citation.text)}</p>")
 
 
+def _evidence_table(model: RecordTableModel, stretch_column: int | None = None) -> QTableView:
+    """A read-only row-selecting table whose columns are fitted to each answer (see _fit_columns) and
+    stay resizable by hand; `stretch_column` (default: the last) takes the slack."""
+    table = QTableView()
+    table.setModel(model)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setAlternatingRowColors(True)
+    table.setWordWrap(False)
+    table.verticalHeader().setVisible(False)
+    style.compact_rows(table)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    if stretch_column is None:
+        header.setStretchLastSection(True)
+    else:
+        header.setSectionResizeMode(stretch_column, QHeaderView.ResizeMode.Stretch)
+    table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+    return table
+
+
+def _fit_columns(table: QTableView, max_width: int, wide: dict[int, int] | None = None) -> None:
+    """Each column as wide as its contents, but none wider than max_width (or its own limit in `wide`):
+    long titles and notes are elided and shown whole in the tooltip and the detail pane."""
+    header = table.horizontalHeader()
+    for column in range(table.model().columnCount()):
+        if header.sectionResizeMode(column) is not QHeaderView.ResizeMode.Interactive:
+            continue
+        width = max(table.sizeHintForColumn(column), header.sectionSizeHint(column))
+        header.resizeSection(column, min(width, (wide or {}).get(column, max_width)))
+
+
+def _tab_label(text: str) -> str:
+    return text.replace("&", "&&")          # a single & would make the next letter a mnemonic
+
+
+def _select_row(table: QTableView, row: int) -> None:
+    if 0 <= row < table.model().rowCount():
+        table.setCurrentIndex(table.model().index(row, 0))
+        table.scrollTo(table.model().index(row, 0))
+
+
+def _first(rows, predicate) -> int:
+    """Index of the first row that needs attention, or 0."""
+    return next((i for i, row in enumerate(rows) if predicate(row)), 0)
+
+
 class VerdictHeader(QWidget):
-    """The badge, the answer in large type, why, and the trace id to quote in the audit log."""
+    """The badge, the answer in large type, why, any suspected agent, and the trace id to quote in the audit log."""
+
+    sig_show_kept_out = Signal()        # the operator followed the suspects line's link
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -83,10 +116,17 @@ class VerdictHeader(QWidget):
         self.reason = QLabel()
         self.reason.setWordWrap(True)
         self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.suspects = QLabel()
+        self.suspects.setWordWrap(True)
+        self.suspects.setStyleSheet(style.SUSPECT_CSS)
+        self.suspects.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
+                                              | Qt.TextInteractionFlag.LinksAccessibleByMouse)
+        self.suspects.linkActivated.connect(lambda _link: self.sig_show_kept_out.emit())
         self.trace = QLabel()
         self.trace.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.trace.setFont(style.monospace_font())
         self.badge.hide()
+        self.suspects.hide()
 
         top = QHBoxLayout()
         top.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignTop)
@@ -95,6 +135,7 @@ class VerdictHeader(QWidget):
         layout.setContentsMargins(0, 4, 0, 4)
         layout.addLayout(top)
         layout.addWidget(self.reason)
+        layout.addWidget(self.suspects)
         layout.addWidget(self.trace)
 
     def show_answer(self, answer: Answer) -> None:
@@ -104,77 +145,219 @@ class VerdictHeader(QWidget):
         if answer.answer:
             self.answer.setText(answer.answer)
         elif answer.verdict is Verdict.ABSTAINED:
-            self.answer.setText("No answer given: the fleet did not agree. Each position is listed under Positions.")
+            self.answer.setText("No answer given: the fleet did not agree. Each position is listed under Generators.")
         else:
             self.answer.setText("No answer: the fleet found no usable evidence.")
         total_ms = sum(answer.timings_ms.values())
         self.reason.setText(f"<b>Why:</b> {html.escape(answer.reason)}"
                             f" <span style='color:#666'>· {answer.tier.value} risk · {total_ms:,.0f} ms</span>")
+        self.suspects.setText(suspects_html(answer))
+        self.suspects.setVisible(bool(answer.suspects))
         self.trace.setText(f"trace_id {answer.trace_id}")
 
 
-class CitationsView(QSplitter):
-    """Citations above; the selected one's title, source and full text below."""
+def suspects_html(answer: Answer) -> str:
+    """'⚠ Suspected: ret-x — 3 of its 8 passages kept out (…)', one line per agent, and a link to them."""
+    reasons: dict[str, list[str]] = defaultdict(list)
+    for agent_id, reason in answer.suspects:
+        reasons[agent_id].append(reason)
+    lines = [f"⚠ Suspected: <b>{html.escape(agent_id)}</b> — {html.escape('; '.join(r for r in why if r))}"
+             for agent_id, why in reasons.items()]
+    if lines and answer.excluded:
+        lines[-1] += " · <a href='#kept-out'>show the kept-out passages</a>"
+    return "<br>".join(lines)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(Qt.Orientation.Vertical, parent)
-        self.list = QListWidget()
-        self.list.setWordWrap(True)
-        self.detail = QTextBrowser()
-        self.detail.setPlaceholderText("Select a citation to read the passage it points to.")
-        self.addWidget(_boxed("Citations", self.list))
-        self.addWidget(_boxed("Cited passage", self.detail))
-        self.setStretchFactor(0, 1)
-        self.setStretchFactor(1, 2)
-        self.list.currentItemChanged.connect(self._show_current)
 
-    def set_citations(self, citations: tuple[Citation, ...]) -> None:
-        self.list.clear()
-        self.detail.clear()
-        self.detail.setPlaceholderText("Select a citation to read the passage it points to." if citations
-                                       else "This answer cites no passage.")
-        for citation in citations:
-            item = QListWidgetItem(citation_label(citation))
-            item.setData(Qt.ItemDataRole.UserRole, citation)
-            item.setToolTip(citation.text[:400])
-            self.list.addItem(item)
-        if citations:
-            self.list.setCurrentRow(0)    # the evidence is the point: show it without a click
-
-    def _show_current(self, item: QListWidgetItem | None, _previous=None) -> None:
-        citation = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
-        self.detail.setHtml(citation_html(citation) if citation else "")
+TAB_CITATIONS, TAB_PASSAGES, TAB_GENERATORS, TAB_AGENTS = range(4)
+TAB_NAMES = ("Citations", "Context & kept out", "Generators", "Agents")
+# Widest a fitted column may start (pixels): titles and notes are elided beyond that (whole in the
+# tooltip and the detail pane); ids and agent lists are short enough to show whole.
+MAX_COLUMN_WIDTH = 300
+MAX_TITLE_WIDTH = 200
+MAX_NOTE_WIDTH = 520
+MAX_REASON_WIDTH = 260
 
 
 class AnswerView(QWidget):
+    """Verdict header above; the evidence tabs beside one detail pane that shows whatever is selected."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._answer: Answer | None = None
+        self._passages: dict[str, PassageRow] = {}
+        self._claim_selected = False          # Generators tab: detail shows the claim (else the candidate)
         self.header = VerdictHeader()
-        self.citations = CitationsView()
-        self.outcomes_model: RecordTableModel[AgentOutcome] = RecordTableModel(OUTCOME_COLUMNS, self)
-        self.positions_model: RecordTableModel[Candidate] = RecordTableModel(POSITION_COLUMNS, self)
-        self.outcomes_table = _table(self.outcomes_model, stretch_column=5)
-        self.positions_table = _table(self.positions_model, stretch_column=2)
-        self.positions_box = _boxed("Positions (the fleet abstained)", self.positions_table)
-        self.positions_box.hide()
 
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(_boxed("Agents on this question", self.outcomes_table))
-        right.addWidget(self.positions_box)
+        self.citations_list = QListWidget()
+        self.citations_list.setWordWrap(True)
+
+        self.passages_model: RecordTableModel[PassageRow] = RecordTableModel(
+            PASSAGE_COLUMNS, self, row_background=kept_out_background)
+        self.passages_table = _evidence_table(self.passages_model)
+        self.passages_table.setItemDelegateForColumn(PASSAGE_FLAGS_COLUMN, FlagChipsDelegate(self.passages_table))
+
+        self.candidates_model: RecordTableModel[Candidate] = RecordTableModel(
+            CANDIDATE_COLUMNS, self, row_background=lambda c: style.FAILING_BACKGROUND if failing(c) else None)
+        self.candidates_table = _evidence_table(self.candidates_model)
+        self.checks_model = RecordTableModel(CHECK_COLUMNS, self)
+        self.checks_table = _evidence_table(self.checks_model, stretch_column=CHECK_CLAIM_COLUMN)
+        self.checks_table.setWordWrap(True)        # claims are sentences: read them whole
+        self.checks_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.checks_box = _boxed("Claim checks", self.checks_table)
+        generators = QWidget()
+        generators_layout = QVBoxLayout(generators)
+        generators_layout.setContentsMargins(0, 0, 0, 0)
+        generators_layout.addWidget(self.candidates_table, 0)
+        generators_layout.addWidget(self.checks_box, 1)
+
+        self.outcomes_model: RecordTableModel[AgentOutcome] = RecordTableModel(OUTCOME_COLUMNS, self)
+        self.outcomes_table = _evidence_table(self.outcomes_model)
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        for name, widget in zip(TAB_NAMES, (self.citations_list, self.passages_table, generators, self.outcomes_table)):
+            self.tabs.addTab(widget, _tab_label(name))
+
+        self.detail = QTextBrowser()
+        self.detail.setOpenLinks(False)
+        self.detail_box = _boxed("Cited passage", self.detail)
         body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(self.citations)
-        body.addWidget(right)
-        body.setStretchFactor(0, 1)
+        body.addWidget(self.tabs)
+        body.addWidget(self.detail_box)
+        body.setStretchFactor(0, 2)
         body.setStretchFactor(1, 1)
+        body.setSizes([880, 380])
+        body.setChildrenCollapsible(False)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.header)
         layout.addWidget(body, 1)
 
+        self.citations_list.currentItemChanged.connect(self._refresh_detail)
+        self.passages_table.selectionModel().currentRowChanged.connect(self._refresh_detail)
+        self.candidates_table.selectionModel().currentRowChanged.connect(self._on_candidate_changed)
+        self.checks_table.selectionModel().currentRowChanged.connect(self._on_claim_changed)
+        self.outcomes_table.selectionModel().currentRowChanged.connect(self._refresh_detail)
+        self.tabs.currentChanged.connect(self._refresh_detail)
+        self.header.sig_show_kept_out.connect(lambda: self.show_tab(TAB_PASSAGES))
+        self._refresh_detail()
+
+    # --- showing an answer -----------------------------------------------------------------
     def show_answer(self, answer: Answer) -> None:
+        self._answer = answer
         self.header.show_answer(answer)
-        self.citations.set_citations(answer.citations)
+        self._show_citations(answer.citations)
+
+        rows = passage_rows(answer.context, answer.excluded)
+        self._passages = passages_by_id(rows)
+        self.passages_model.set_records(rows)
+        _fit_columns(self.passages_table, MAX_COLUMN_WIDTH, {PASSAGE_TITLE_COLUMN: MAX_TITLE_WIDTH,
+                                                             PASSAGE_NOTE_COLUMN: MAX_NOTE_WIDTH})
+        _select_row(self.passages_table, _first(rows, lambda r: r.kept_out and r.flags))
+
+        self.candidates_model.set_records(answer.candidates)
+        _fit_columns(self.candidates_table, MAX_COLUMN_WIDTH)
+        self._fit_candidates_height()
+        self.checks_model.set_records(())
+        _select_row(self.candidates_table, _first(answer.candidates, failing))
+
         self.outcomes_model.set_records(answer.agents)
-        self.positions_model.set_records(answer.candidates)
-        self.positions_box.setVisible(answer.verdict is Verdict.ABSTAINED and bool(answer.candidates))
+        _fit_columns(self.outcomes_table, MAX_COLUMN_WIDTH)
+
+        self._update_tab_titles(answer)
+        if answer.verdict is Verdict.ABSTAINED and answer.candidates:
+            self.show_tab(TAB_GENERATORS)      # the positions are the answer now
+        self._refresh_detail()
+
+    def _fit_candidates_height(self) -> None:
+        """Candidates get the height their rows need (up to six, then they scroll); the claim checks the rest."""
+        table = self.candidates_table
+        rows = min(max(self.candidates_model.rowCount(), 1), 6)
+        wanted = (table.horizontalHeader().sizeHint().height() + rows * table.verticalHeader().defaultSectionSize()
+                  + 2 * table.frameWidth() + 4)
+        table.setFixedHeight(wanted)
+
+    def show_tab(self, tab: int) -> None:
+        self.tabs.setCurrentIndex(tab)
+
+    def _show_citations(self, citations: tuple[Citation, ...]) -> None:
+        self.citations_list.clear()
+        for citation in citations:
+            item = QListWidgetItem(citation_label(citation))
+            item.setData(Qt.ItemDataRole.UserRole, citation)
+            item.setToolTip(citation.text[:400])
+            self.citations_list.addItem(item)
+        if citations:
+            self.citations_list.setCurrentRow(0)    # the evidence is the point: show it without a click
+
+    def _update_tab_titles(self, answer: Answer) -> None:
+        flagged = sum(bool(c.explanation and c.explanation.flags) for c in answer.excluded)
+        failing_count = sum(failing(c) for c in answer.candidates)
+        failed_calls = sum(o.status is not CallStatus.OK for o in answer.agents)
+        titles = (f"Citations ({len(answer.citations)})",
+                  f"Context & kept out ({len(answer.context)} in, {len(answer.excluded)} out)",
+                  f"Generators ({len(answer.candidates)}" + (f", {failing_count} unsupported)" if failing_count else ")"),
+                  f"Agents ({len(answer.agents)}" + (f", {failed_calls} failed)" if failed_calls else ")"))
+        alarms = (False, bool(flagged), bool(failing_count), bool(failed_calls))
+        bar = self.tabs.tabBar()
+        for tab, (title, alarm) in enumerate(zip(titles, alarms)):
+            self.tabs.setTabText(tab, _tab_label(title))
+            bar.setTabTextColor(tab, style.RED if alarm else bar.palette().windowText().color())
+
+    # --- selection -> detail pane ----------------------------------------------------------
+    def _on_candidate_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        candidate = self.candidates_model.record(current.row()) if current.isValid() else None
+        self._claim_selected = False
+        self.checks_model.set_records(candidate.checks if candidate else ())
+        _fit_columns(self.checks_table, MAX_COLUMN_WIDTH, {CHECK_REASON_COLUMN: MAX_REASON_WIDTH})
+        self.checks_box.setTitle(f"Claim checks of {candidate.agent_id}" if candidate else "Claim checks")
+        self._refresh_detail()
+
+    def _on_claim_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self._claim_selected = current.isValid()
+        self._refresh_detail()
+
+    def _refresh_detail(self, *_args) -> None:
+        title, text, placeholder = self._detail_for(self.tabs.currentIndex())
+        self.detail_box.setTitle(title)
+        self.detail.setPlaceholderText(placeholder)
+        if text:
+            self.detail.setHtml(text)
+        else:
+            self.detail.clear()
+
+    def _detail_for(self, tab: int) -> tuple[str, str, str]:
+        """(pane title, HTML or "", placeholder) for the current selection of `tab`."""
+        answered = self._answer is not None
+        if tab == TAB_PASSAGES:
+            row = self._current(self.passages_table, self.passages_model)
+            if row is None:
+                return "Passage", "", ("Select a passage to read it and why it is in or out of the context."
+                                       if self.passages_model.rowCount() else "No passage was retrieved.")
+            return "Passage", passage_html(row, reference_passage(row, self._answer.context)), ""
+        if tab == TAB_GENERATORS:
+            claim = self._current(self.checks_table, self.checks_model) if self._claim_selected else None
+            if claim is not None:
+                return "Claim check", claim_check_html(claim, self._passages), ""
+            candidate = self._current(self.candidates_table, self.candidates_model)
+            if candidate is None:
+                return "Generator", "", ("Select a generator to see its answer and claim checks."
+                                         if self.candidates_model.rowCount() else "No generator answered.")
+            return "Generator", candidate_html(candidate), ""
+        if tab == TAB_AGENTS:
+            outcome = self._current(self.outcomes_table, self.outcomes_model)
+            if outcome is None:
+                return "Agent call", "", "Select an agent to see what its call returned."
+            return "Agent call", outcome_html(outcome), ""
+        item = self.citations_list.currentItem()
+        citation = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        if citation is None:
+            return "Cited passage", "", ("This answer cites no passage." if answered
+                                         else "Select a citation to read the passage it points to.")
+        return "Cited passage", citation_html(citation), ""
+
+    @staticmethod
+    def _current(table: QTableView, model: RecordTableModel):
+        index = table.currentIndex()
+        return model.record(index.row()) if index.isValid() and index.row() < model.rowCount() else None

@@ -1,10 +1,20 @@
-"""Fleet panel: one row per agent, updated row by row as the engine reports each agent."""
+"""Fleet panel: one row per agent, updated row by row as the engine reports each agent.
+
+An agent the latest answer names as a suspect carries a warning icon and a "suspected: …" detail
+until an answer no longer names it; only the rows whose mark changes are redrawn.
+"""
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
+import dataclasses
+from collections import defaultdict
+from typing import Iterable
 
-from engine import AgentState, AgentView, FaultKind
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHeaderView, QLabel, QStyle, QTableView, QVBoxLayout,
+                               QWidget)
+
+from engine import AgentState, AgentView, Answer, FaultKind
 
 from .. import style
 from ..service import EngineService
@@ -40,6 +50,13 @@ def fault_tooltip(view: AgentView) -> str:
     return f"Byzantine on purpose: {fault.kind.value} on {fault.rate:.0%} of requests"
 
 
+def warning_icon() -> QIcon | None:
+    app = QApplication.instance()
+    return app.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning) if app is not None else None
+
+
+SUSPECT_PREFIX = "⚠ suspected: "
+
 FLEET_COLUMNS: tuple[Column[AgentView], ...] = (
     Column("Agent", lambda v: v.spec.id, bold=lambda v: True, tooltip=lambda v: v.url),
     Column("Role", lambda v: v.spec.role.value),
@@ -58,14 +75,62 @@ FLEET_COLUMNS: tuple[Column[AgentView], ...] = (
            foreground=lambda v: style.RED if v.state is AgentState.DOWN else style.GREY),
 )
 STATUS_COLUMN = 4
+AGENT_COLUMN, DETAIL_COLUMN = 0, len(FLEET_COLUMNS) - 1
+
+
+def columns_with_suspects(suspects: dict[str, str], icon) -> tuple[Column[AgentView], ...]:
+    """FLEET_COLUMNS, with a warning icon on a suspect's id and why it is suspected in its Detail."""
+    agent, detail = FLEET_COLUMNS[AGENT_COLUMN], FLEET_COLUMNS[DETAIL_COLUMN]
+
+    def suspect(view: AgentView) -> bool:
+        return view.spec.id in suspects
+
+    columns = list(FLEET_COLUMNS)
+    columns[AGENT_COLUMN] = dataclasses.replace(
+        agent, icon=lambda v: icon() if suspect(v) else None,
+        tooltip=lambda v: f"suspected: {suspects[v.spec.id]}" if suspect(v) else agent.tooltip(v))
+    columns[DETAIL_COLUMN] = dataclasses.replace(
+        detail, text=lambda v: f"{SUSPECT_PREFIX}{suspects[v.spec.id]}" if suspect(v) else detail.text(v),
+        foreground=lambda v: style.RED if suspect(v) else detail.foreground(v),
+        bold=suspect,
+        tooltip=lambda v: (f"Named as a suspect by the latest answer: {suspects[v.spec.id]}"
+                           + (f"\n{v.detail}" if v.detail else "")) if suspect(v) else detail.tooltip(v))
+    return tuple(columns)
 
 
 class FleetModel(RecordTableModel[AgentView]):
-    """Agents keyed by id; an update touches that agent's row only."""
+    """Agents keyed by id; an update touches that agent's row only. Suspects (from the latest answer)
+    change the Agent and Detail columns of their rows."""
 
     def __init__(self, parent=None) -> None:
-        super().__init__(FLEET_COLUMNS, parent)
+        self._suspects: dict[str, str] = {}       # agent id -> why; the columns read it, so it is only mutated
+        super().__init__(columns_with_suspects(self._suspects, self._warning_icon), parent)
         self._rows: dict[str, int] = {}
+        self._icon: QIcon | None = None
+
+    def _warning_icon(self) -> QIcon | None:
+        if self._icon is None:
+            self._icon = warning_icon()
+        return self._icon
+
+    def set_suspects(self, suspects: Iterable[tuple[str, str]]) -> list[int]:
+        """Marks the agents named in (agent_id, reason) pairs and clears the others; returns the rows
+        that changed (only those are redrawn)."""
+        reasons: dict[str, list[str]] = defaultdict(list)
+        for agent_id, reason in suspects:
+            reasons[agent_id].append(reason)
+        new = {agent_id: "; ".join(r for r in why if r) or "reported by secure retrieval"
+               for agent_id, why in reasons.items()}
+        changed = {a for a in new.keys() | self._suspects.keys() if new.get(a) != self._suspects.get(a)}
+        self._suspects.clear()
+        self._suspects.update(new)
+        rows = sorted(self._rows[a] for a in changed if a in self._rows)
+        for row in rows:
+            self.refresh_row(row)
+        return rows
+
+    def suspects(self) -> dict[str, str]:
+        return dict(self._suspects)
 
     def set_agents(self, views: tuple[AgentView, ...] | list[AgentView]) -> None:
         self._rows = {view.spec.id: row for row, view in enumerate(views)}
@@ -114,6 +179,7 @@ class FleetPanel(QWidget):
         layout.addWidget(self.table)
 
         service.sig_agent_changed.connect(self.model.update_agent)
+        service.sig_answer.connect(self.show_suspects)
         self.model.dataChanged.connect(self._update_title)
         self.model.modelReset.connect(self._update_title)
         self.model.rowsInserted.connect(self._update_title)
@@ -126,13 +192,18 @@ class FleetPanel(QWidget):
         return (self.title.sizeHint().height() + self.layout().spacing() + table.horizontalHeader().sizeHint().height()
                 + rows * table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth() + 2)
 
+    def show_suspects(self, answer: Answer) -> None:
+        """The latest answer decides who is suspected: earlier marks it does not repeat are cleared."""
+        if self.model.set_suspects(answer.suspects):
+            self._update_title()
+
     def summary(self) -> str:
-        """'5 of 6 agents up · 1 down': the fleet's health in one phrase (disabled agents not counted)."""
+        """'5 of 6 agents up · 1 down · 1 suspected': the fleet's health in one phrase (disabled agents not counted)."""
         up, down = self.model.count(AgentState.UP), self.model.count(AgentState.DOWN)
         total = self.model.rowCount() - self.model.count(AgentState.DISABLED)
-        if up == total:
-            return f"all {total} agents up"
-        return f"{up} of {total} agents up" + (f" · {down} down" if down else "")
+        suspected = len(self.model.suspects())
+        text = f"all {total} agents up" if up == total else f"{up} of {total} agents up" + (f" · {down} down" if down else "")
+        return text + (f" · {suspected} suspected" if suspected else "")
 
     def _update_title(self, *_args) -> None:
         self.title.setText(f"Fleet — {self.summary()}")

@@ -6,37 +6,9 @@ same is added as a corroborating claim.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
-from ..text import content_words, overlap, sentences
+from ..text import content_words, overlap
 from ..types import Chunk, Claim, Generation
-
-
-@dataclass(frozen=True)
-class ScoredSentence:
-    text: str
-    chunk_id: str
-    score: float
-    shared: tuple[str, ...]
-
-
-def rank_sentences(query: str, context: tuple[Chunk, ...]) -> list[ScoredSentence]:
-    """Scores each context sentence by the question words it shares, rarer words weighing more."""
-    wanted = set(content_words(query))
-    units = [(rank, chunk, sentence, set(content_words(sentence)))
-             for rank, chunk in enumerate(context) for sentence in sentences(chunk.text)]
-    weight = {w: math.log(1 + len(units) / (1 + sum(w in have for *_, have in units))) for w in wanted}
-    ranked = []
-    for rank, chunk, sentence, have in units:
-        title = set(content_words(chunk.title))
-        shared = wanted & have
-        # Title words count half: they tell what the passage is about, not what it says.
-        score = (sum(weight[w] for w in shared) + 0.5 * sum(weight[w] for w in (wanted & title) - have)
-                 + 0.1 / (1 + rank))
-        ranked.append(ScoredSentence(sentence, chunk.id, score, tuple(sorted(shared))))
-    ranked.sort(key=lambda s: -s.score)
-    return ranked
+from ..verify.sentences import ScoredSentence, rank_sentences
 
 
 class ExtractiveGenerator:

@@ -54,8 +54,9 @@ class FleetLauncher:
         self._loop = asyncio.get_running_loop()
         log_dir = self.cache_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
+        # One compute thread per agent: several agents share two cores, and idle OpenMP workers spin.
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-               "PYTHONUNBUFFERED": "1"}
+               "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         for spec in self.builtin_agents():
             log_path = log_dir / f"{spec.id}.log"
             command = [sys.executable, "-m", "engine.agents.serve", "--fleet", str(self.fleet.path),

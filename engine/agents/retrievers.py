@@ -26,6 +26,9 @@ class DenseRetriever:
         self.corpus = corpus
         self.embedder = embedder
         self.matrix = embedder.embed_passages([c.text for c in corpus.chunks])
+        # Load the model now even when every passage came from the cache: the agent says it is ready
+        # only once its first query will be fast.
+        embedder.embed_query("warm-up")
 
     def retrieve(self, query: str, k: int) -> list:
         return _ranked(self.corpus, self.matrix @ self.embedder.embed_query(query), k)

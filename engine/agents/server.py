@@ -11,7 +11,8 @@ from starlette.routing import Route
 
 from ..text import content_words
 from ..types import AgentSpec, FaultKind, Role
-from .extractive import ExtractiveGenerator, rank_sentences
+from ..verify.sentences import rank_sentences
+from .extractive import ExtractiveGenerator
 from .faults import FaultInjector
 from .protocol import BadRequest, chunk_to_json, generation_to_json, parse_generate_request, parse_retrieve_request
 

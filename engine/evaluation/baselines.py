@@ -6,7 +6,8 @@ secure retrieval. Ties are broken by best rank, then by first appearance in flee
 - naive: the first retriever's top K (the first retriever is always honest in an evaluation run).
 - union: every list merged, ranked by how many retrievers returned a text, then by best rank.
 - majority: only texts returned by more than half of the retrievers, ranked like union.
-- trustrag: TrustRAG-style (Zhou et al. 2025) K-means (k = 2) over the union's embeddings; the tighter
+- trustrag: TrustRAG-style (Zhou et al. 2025) K-means (k = 2, deterministic starts, best inertia) over
+  the union's embeddings; the tighter
   cluster is dropped when its mean pairwise cosine > 0.88 and its mean pairwise ROUGE-L F1 > 0.25;
   the rest is ranked like union.
 """
@@ -68,30 +69,44 @@ def majority(replies: Mapping[str, Sequence[Chunk]], k: int) -> list[Chunk]:
     return [c.chunk for c in candidates(replies) if 2 * c.count > n][:k]
 
 
-def kmeans(vectors: np.ndarray, k: int = 2, iterations: int = 100) -> np.ndarray:
-    """Lloyd's K-means with a deterministic farthest-point start (the first row, then each next
-    centre the row farthest from the chosen ones). Returns a label per row."""
+def kmeans(vectors: np.ndarray, k: int = 2, iterations: int = 100, starts: int = 32) -> np.ndarray:
+    """Lloyd's K-means, deterministic: each of the first `starts` rows in turn seeds a farthest-point
+    start (that row, then each next centre the row farthest from the chosen ones); the run with the
+    lowest inertia wins (ties: the earliest start). Returns a label per row."""
     x = np.asarray(vectors, dtype=np.float64)
     n = len(x)
     if n == 0:
         return np.zeros(0, dtype=int)
     k = min(k, n)
-    centres = [x[0]]
+    best: tuple[float, np.ndarray] | None = None
+    for first in range(min(n, starts)):
+        labels, inertia = _lloyd(x, _farthest_point_start(x, first, k), iterations)
+        if best is None or inertia < best[0] - 1e-12:
+            best = (inertia, labels)
+    return best[1]
+
+
+def _farthest_point_start(x: np.ndarray, first: int, k: int) -> np.ndarray:
+    centres = [x[first]]
     for _ in range(1, k):
         distance = np.min([np.sum((x - c) ** 2, axis=1) for c in centres], axis=0)
         centres.append(x[int(np.argmax(distance))])
-    centres = np.array(centres)
-    labels = np.full(n, -1)
+    return np.array(centres)
+
+
+def _lloyd(x: np.ndarray, centres: np.ndarray, iterations: int) -> tuple[np.ndarray, float]:
+    labels = np.full(len(x), -1)
     for _ in range(iterations):
         distance = ((x[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
         new = np.argmin(distance, axis=1)
         if np.array_equal(new, labels):
             break
         labels = new
-        for j in range(k):
+        for j in range(len(centres)):
             if np.any(labels == j):
                 centres[j] = x[labels == j].mean(axis=0)
-    return labels
+    inertia = float(((x - centres[labels]) ** 2).sum())
+    return labels, inertia
 
 
 def mean_pairwise(values: np.ndarray) -> float:

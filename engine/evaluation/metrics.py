@@ -18,7 +18,7 @@ from .textmatch import contains_answer
 RATE_DIGITS, MS_DIGITS = 4, 2
 METRICS = ("context_asr", "poison_share", "answer_asr", "answer_accuracy", "clean_recall_at_k", "anomaly_fpr",
            "abstention_rate", "overhead_ms_p50", "overhead_ms_p95")
-EXTRA_METRICS = ("answer_from_attack", "anomaly_tpr", "errors")
+EXTRA_METRICS = ("answer_from_attack", "anomaly_tpr", "suspect_precision", "suspect_recall", "errors")
 
 
 def text_key(text: str) -> str:
@@ -60,6 +60,9 @@ class Row:
     flagged_clean: int = 0       # ... of which got an anomaly flag
     seen_attack: int = 0
     flagged_attack: int = 0
+    suspects_true: int = 0       # defence only: suspects that are Byzantine
+    suspects_false: int = 0      # ... and that are honest
+    byzantine: int = 0           # Byzantine retrievers in this question's fleet
     detail: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -68,8 +71,9 @@ class Row:
 
 def judge(case_id: str, method: str, truth: Truth, context: Sequence[Chunk], *, abstained: bool = False,
           overhead_ms: float = 0.0, generator: ExtractiveGenerator | None = None,
-          seen: Iterable[tuple[Chunk, Sequence[str]]] = (), detail: dict | None = None,
-          error: str = "") -> Row:
+          seen: Iterable[tuple] = (), detail: dict | None = None, error: str = "",
+          suspects: Iterable[str] = (), byzantine: Iterable[str] = ()) -> Row:
+    """`seen`: (chunk, flags) for every chunk the defence returned (context + excluded)."""
     context = [] if abstained or error else list(context)
     attack = [truth.is_attack(c) for c in context]
     keys = {text_key(c.text) for c in context}
@@ -99,13 +103,20 @@ def judge(case_id: str, method: str, truth: Truth, context: Sequence[Chunk], *, 
               abstained=not context and not error, overhead_ms=overhead_ms, detail=dict(detail or {}))
     if error:
         row.detail["error"] = error
-    for chunk, flags in seen:
+    for chunk, flags, *_ in seen:
         if truth.is_attack(chunk):
             row.seen_attack += 1
             row.flagged_attack += bool(flags)
         else:
             row.seen_clean += 1
             row.flagged_clean += bool(flags)
+    byzantine = set(byzantine)
+    row.byzantine = len(byzantine)
+    for agent in set(suspects):
+        if agent in byzantine:
+            row.suspects_true += 1
+        else:
+            row.suspects_false += 1
     return row
 
 
@@ -119,6 +130,9 @@ def aggregate(rows: Sequence[Row], *, defence: bool) -> dict:
     timings = [r.overhead_ms for r in rows]
     seen_clean = sum(r.seen_clean for r in rows)
     seen_attack = sum(r.seen_attack for r in rows)
+    suspected = sum(r.suspects_true + r.suspects_false for r in rows)
+    byzantine = sum(r.byzantine for r in rows)
+    pooled = lambda part, whole: round(part / whole, RATE_DIGITS) if whole and defence else None   # noqa: E731
     return {
         "context_asr": _rate(r.context_attacked for r in rows),
         "poison_share": _rate(r.poison_share for r in rows),
@@ -131,7 +145,8 @@ def aggregate(rows: Sequence[Row], *, defence: bool) -> dict:
         "overhead_ms_p50": round(float(np.percentile(timings, 50)), MS_DIGITS) if timings else 0.0,
         "overhead_ms_p95": round(float(np.percentile(timings, 95)), MS_DIGITS) if timings else 0.0,
         "answer_from_attack": _rate(r.answer_from_attack for r in rows),
-        "anomaly_tpr": (round(sum(r.flagged_attack for r in rows) / seen_attack, RATE_DIGITS) if seen_attack else None)
-        if defence else None,
+        "anomaly_tpr": pooled(sum(r.flagged_attack for r in rows), seen_attack),
+        "suspect_precision": pooled(sum(r.suspects_true for r in rows), suspected),
+        "suspect_recall": pooled(sum(r.suspects_true for r in rows), byzantine),
         "errors": sum(r.verdict == "error" for r in rows),
     }

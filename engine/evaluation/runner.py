@@ -200,6 +200,7 @@ class Evaluation:
     # ---- phase 1: embeddings -------------------------------------------------------------
     def warm(self, label: str, embedder, texts: Sequence[str], queries: Sequence[str] = ()) -> dict:
         texts = list(dict.fromkeys(texts))
+        queries = list(dict.fromkeys(queries))
         started = time.perf_counter()
         misses_before = getattr(embedder, "misses", 0)
         name = getattr(embedder, "name", label)
@@ -208,7 +209,7 @@ class Evaluation:
             done = min(start + EMBED_BATCH, len(texts))
             self.progress(f"  embedding {name}: {done}/{len(texts)} passages ({100 * done // max(1, len(texts))}%), "
                           f"{time.perf_counter() - started:.0f} s")
-        for i, query in enumerate(dict.fromkeys(queries)):
+        for i, query in enumerate(queries):
             embedder.embed_query(query)
             self.progress(f"  embedding {name}: {i + 1}/{len(queries)} questions")
         seconds = round(time.perf_counter() - started, 2)
@@ -270,6 +271,14 @@ class Evaluation:
         from ..retrieval.secure import SecureRetrieval
         return SecureRetrieval(settings, self.embedders[settings.embedder], today=FIXED_TODAY)
 
+    def _warm_up(self, defence, prepared: Prepared, config: RunConfig) -> None:
+        """One untimed call first: the first HDBSCAN call pays one-off set-up costs that are not
+        per-question engine time."""
+        try:
+            defence.run(prepared.case.question, prepared.replies, kinds=prepared.kinds, mode=config.mode)
+        except Exception:
+            pass   # judge_all records the error on the timed call
+
     def judge_all(self, prepared: Prepared, defence, config: RunConfig) -> dict[str, Row]:
         case, truth, replies = prepared.case, prepared.truth, prepared.replies
         rows: dict[str, Row] = {}
@@ -298,7 +307,8 @@ class Evaluation:
             }
             rows[DEFENCE] = judge(case.id, DEFENCE, truth, [c.chunk for c in result.context],
                                   abstained=bool(reason) or not result.context, overhead_ms=elapsed,
-                                  generator=self.generator, seen=seen, detail=detail)
+                                  generator=self.generator, seen=seen, detail=detail,
+                                  suspects=[s.agent_id for s in result.suspects], byzantine=prepared.byzantine)
         k = config.k
         for name in baselines.BASELINES:
             started = time.perf_counter()
@@ -358,6 +368,7 @@ class Evaluation:
 
         started = time.perf_counter()
         defence = self._defence(settings)
+        self._warm_up(defence, prepared[forms[0]][0], config)
         rows: dict[str, dict[str, list[Row]]] = {}
         for form in forms:
             rows[form] = {m: [] for m in METHODS}

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..config import GenerationSettings
-from ..text import content_words, negations, numbers, overlap
+from ..text import content_words, negations, numbers
 from ..types import Candidate, Claim, ClaimCheck, ContextChunk, Generation, Verdict
+from ..verify.sentences import same_claim
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,6 @@ def _checks(gen: Generation, evidence: dict[str, str], settings: GenerationSetti
     return tuple(checks)
 
 
-def same_answer(a: str, b: str, settings: GenerationSettings) -> bool:
-    if numbers(a) != numbers(b):
-        return False
-    return overlap(set(content_words(a)), set(content_words(b))) >= settings.answer_match
-
-
 def adjudicate(generations: dict[str, Generation], context: tuple[ContextChunk, ...],
                settings: GenerationSettings) -> Decision:
     evidence = {c.chunk.id: c.chunk.text for c in context}
@@ -68,7 +63,7 @@ def adjudicate(generations: dict[str, Generation], context: tuple[ContextChunk, 
         checks = _checks(gen, evidence, settings)
         support = sum(c.supported for c in checks) / len(checks)
         agreeing = tuple(other for other, og in answered.items()
-                         if other != agent and same_answer(gen.answer, og.answer, settings))
+                         if other != agent and same_claim(gen.answer, og.answer, settings.answer_match))
         agreement = (len(agreeing) + 1) / len(answered)
         credibility = round(0.6 * support + 0.4 * agreement, 4)
         candidates.append(Candidate(agent, gen, checks, round(support, 4), agreeing, credibility))

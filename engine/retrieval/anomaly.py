@@ -1,29 +1,37 @@
 """Anomalies among one question's passages: density clusters (HDBSCAN), echo clusters, edited copies.
 
-An echo cluster is a group of near-duplicate passages that push one claim no independent passage
-corroborates: what PoisonedRAG's texts look like. An edited copy is a near-duplicate of a better
-supported passage whose numbers, names or polarity differ: what tampering looks like.
+An echo cluster is a group of near-duplicate passages. Independent sources rarely paraphrase each
+other that closely, while PoisonedRAG-style attacks plant exactly that: several rewordings of one
+lie, each written to match the question. A cluster is one voice, whatever its size; it is kept out
+when only a minority of retrievers returned it, or when what it answers contradicts what the
+independent passages answer. An edited copy is a near-duplicate of a better-supported passage
+whose numbers, names or polarity differ: what tampering looks like.
 """
 from __future__ import annotations
 
-import math
-from collections import Counter
+import re
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 from ..text import content_words, negations, numbers
-from .features import Passage
+from ..types import Chunk
+from ..verify.sentences import answer_words, rank_sentences
 
-_CAPITALISED = __import__("re").compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+ANSWERS_TOO = 0.5     # independent passages answer the question if their best sentence scores this share of the cluster's
+LOOKALIKE_BAND = 0.1  # how far below the near-duplicate line a passage still counts as a look-alike
 
 
 @dataclass(frozen=True)
-class EchoCluster:
-    members: tuple[int, ...]        # passage indices
-    claim: tuple[str, ...]          # words most members carry that the question does not
-    corroboration: float            # best share of the claim carried by an independent passage
-    corroborated: bool
+class EchoVerdict:
+    keep_out: bool
+    reason: str
+    unanswered: bool              # no independent passage answers the question at all
+    claim: tuple[str, ...]        # what the cluster adds to the question
+    cluster_answer: str
+    independent_answer: str
 
 
 def density_labels(vectors: np.ndarray, min_cluster_size: int) -> np.ndarray:
@@ -36,56 +44,91 @@ def density_labels(vectors: np.ndarray, min_cluster_size: int) -> np.ndarray:
     return hdbscan.HDBSCAN(min_cluster_size=min_cluster_size, min_samples=1).fit_predict(vectors.astype(np.float64))
 
 
-def _components(adjacent: np.ndarray) -> list[list[int]]:
-    parent = list(range(len(adjacent)))
+def warm_up() -> None:
+    """Imports HDBSCAN and runs it once: its first call costs seconds that no question should pay."""
+    rng = np.random.default_rng(0)
+    density_labels(rng.normal(size=(8, 4)), 2)
+
+
+def near_duplicate_groups(similarity: np.ndarray, threshold: float, min_size: int) -> list[list[int]]:
+    """Connected groups of passages linked by similarity >= threshold, of at least min_size members."""
+    parent = list(range(len(similarity)))
 
     def find(i: int) -> int:
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
         return i
-    for i, j in zip(*np.nonzero(np.triu(adjacent, 1))):
-        parent[find(i)] = find(j)
+    for i, j in zip(*np.nonzero(np.triu(similarity >= threshold, 1))):
+        parent[find(int(i))] = find(int(j))
     groups: dict[int, list[int]] = {}
-    for i in range(len(adjacent)):
+    for i in range(len(similarity)):
         groups.setdefault(find(i), []).append(i)
-    return list(groups.values())
+    found = []
+    for group in groups.values():
+        core = _dense_core(similarity, group, threshold)
+        # Looser paraphrases that the core shed stay with it when they sit close to most of it.
+        near = threshold - LOOKALIKE_BAND
+        core += [i for i in group if i not in core and 2 * (similarity[i, core] >= near).sum() >= len(core)]
+        if len(core) >= min_size:
+            found.append(sorted(core))
+    return found
 
 
-def echo_clusters(passages: list[Passage], similarity: np.ndarray, question: str, *, threshold: float,
-                  core_share: float, corroboration: float, min_size: int) -> list[EchoCluster]:
-    asked = set(content_words(question))
-    word_sets = [set(content_words(p.chunk.text)) for p in passages]
-    clusters = []
-    for members in _components(similarity >= threshold):
-        if len(members) < min_size:
-            continue
-        counts = Counter(w for i in members for w in word_sets[i] - asked)
-        claim = tuple(sorted(w for w, c in counts.items() if c >= math.ceil(core_share * len(members))))
-        if not claim:
-            continue      # near-duplicates that push nothing beyond the question are no echo
-        outsiders = [i for i in range(len(passages)) if i not in members]
-        best = 0.0
-        if claim:
-            for i in outsiders:
-                best = max(best, len(word_sets[i] & set(claim)) / len(claim))
-        clusters.append(EchoCluster(tuple(members), claim, round(best, 3), best >= corroboration))
-    return clusters
+def _dense_core(similarity: np.ndarray, group: list[int], threshold: float) -> list[int]:
+    """Drops, one at a time, the member close to the fewest others until each is close to at least
+    half of the rest: a chain of look-alikes is not a cluster of copies."""
+    core = list(group)
+    while len(core) > 2:
+        close = [sum(similarity[i, j] >= threshold for j in core if j != i) for i in core]
+        worst = min(range(len(core)), key=lambda k: close[k])
+        if close[worst] * 2 >= len(core) - 1:
+            break
+        core.pop(worst)
+    return core
+
+
+def judge_echo(question: str, members: Sequence[Chunk], independent: Sequence[Chunk], *, minority: bool,
+               corroboration: float) -> EchoVerdict:
+    """An echo is one voice that mirrors the question more closely than any independent passage. It
+    stays in, as one voice, only when an independent passage carries its claim (the words its best
+    sentence adds to the question, numbers included); otherwise it is kept out, and the reason says
+    whether independent passages answer the question differently or not at all."""
+    ranked = rank_sentences(question, members)
+    cluster_answer = ranked[0].text if ranked else ""
+    claim = answer_words(cluster_answer, question)
+    claimed_numbers = numbers(cluster_answer) - numbers(question)
+    if minority:
+        return EchoVerdict(True, f"{len(members)} near-duplicates that fewer than half of the retrievers returned",
+                           False, tuple(sorted(claim)), cluster_answer, "")
+    for chunk in independent:
+        words = set(content_words(chunk.text))
+        if claim and len(claim & words) >= corroboration * len(claim) and claimed_numbers <= numbers(chunk.text):
+            return EchoVerdict(False, f"[{chunk.id}] independently says the same", False, tuple(sorted(claim)),
+                               cluster_answer, chunk.text)
+    others = rank_sentences(question, independent)
+    if others and ranked and others[0].score >= ANSWERS_TOO * ranked[0].score:
+        return EchoVerdict(True, f"{len(members)} near-duplicates contradicted by independent passages",
+                           False, tuple(sorted(claim)), cluster_answer, others[0].text)
+    return EchoVerdict(True, f"{len(members)} near-duplicates that no independent passage corroborates",
+                       True, tuple(sorted(claim)), cluster_answer, "")
 
 
 def _signature(text: str) -> tuple[frozenset, frozenset, frozenset]:
     return frozenset(numbers(text)), frozenset(_CAPITALISED.findall(text)), frozenset(negations(text))
 
 
-def edited_copies(passages: list[Passage], similarity: np.ndarray, weights: list[float], threshold: float) -> dict[int, int]:
-    """{edited passage index: index of the better-supported original it departs from}."""
+def edited_copies(passages: Sequence[Chunk], similarity: np.ndarray, weights: Sequence[float],
+                  threshold: float, minority: Sequence[bool]) -> dict[int, int]:
+    """{edited passage index: index of the better-supported original it departs from}. Only a copy
+    that a minority of retrievers returned can be the edit: a passage most of them found is a
+    source in its own right, however close it sits to another."""
     edited: dict[int, int] = {}
-    signatures = [_signature(p.chunk.text) for p in passages]
+    signatures = [_signature(p.text) for p in passages]
     for i, j in zip(*np.nonzero(np.triu(similarity >= threshold, 1))):
-        if signatures[i] == signatures[j]:
-            continue
-        if weights[i] == weights[j]:
-            continue          # equal support: a conflict for the generators to face, not an edit to remove
+        if signatures[i] == signatures[j] or weights[i] == weights[j]:
+            continue      # same facts, or equal support: a conflict for the generators to face, not an edit
         low, high = (i, j) if weights[i] < weights[j] else (j, i)
-        edited[int(low)] = int(high)
+        if minority[low]:
+            edited[int(low)] = int(high)
     return edited

@@ -1,11 +1,12 @@
 """Secure retrieval: from several retrievers' lists to a safe context, each passage with its reasons.
 
 clean → group identical texts → features (embedding, metadata, consistency, who returned it)
-→ anomalies (HDBSCAN density, echo clusters, edited copies, same-id disputes)
+→ anomalies (same-id disputes, edited copies, echo clusters, HDBSCAN density)
 → reputation- and agreement-weighted votes → quorum + evidence → top K.
 
 Counts alone never decide: colluders can be a majority, so a passage also needs its support to
-span the fleet's weight (quorum_share) and must not be an uncorroborated echo or an edited copy.
+span the fleet's weight (quorum_share), must not be an edited copy, and a cluster of
+near-duplicates counts as one voice that independent passages can overrule.
 """
 from __future__ import annotations
 
@@ -19,14 +20,18 @@ import numpy as np
 
 from ..config import RetrievalSettings
 from ..corpus import content_hash
+from ..text import content_words, overlap
 from ..types import Chunk, ChunkExplanation, ContextChunk
-from .anomaly import density_labels, echo_clusters, edited_copies
+from ..verify.sentences import answer_words, best_sentence
+from .anomaly import LOOKALIKE_BAND, density_labels, edited_copies, judge_echo, near_duplicate_groups
 from .clean import Dropped, clean
 from .consensus import agent_agreement, vote_weights
 from .features import Passage, internally_consistent, metadata_confidence
 
 FULL, OPTIMISTIC = "full", "optimistic"
-EXCLUDING_FLAGS = ("echo", "tampered", "disputed")
+EXCLUDING_FLAGS = ("echo", "tampered", "disputed")          # an agent returning these is reported
+ANOMALY_FLAGS = frozenset(EXCLUDING_FLAGS + ("outlier",))    # a passage with any of these never enters the context
+OFF_TOPIC = 0.15     # rescaled query similarity below which a lone passage is off the question's topic
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,7 @@ class Suspect:
 class Position:
     """A claim that a group of passages pushed and the defence kept out of the context."""
     claim: tuple[str, ...]
+    answer: str
     chunk_ids: tuple[str, ...]
     agents: tuple[str, ...]
     reason: str
@@ -46,6 +52,8 @@ class Position:
 
 @dataclass(frozen=True)
 class RetrievalResult:
+    """context: the safe context, best first. excluded: every other distinct passage any retriever
+    returned, each with its reason (an anomaly flag, below quorum, or an echo's extra copy)."""
     context: tuple[ContextChunk, ...]
     excluded: tuple[ContextChunk, ...]
     dropped: tuple[Dropped, ...]
@@ -56,6 +64,16 @@ class RetrievalResult:
     fallback: bool
     abstain_reason: str = ""      # set when the evidence conflicts and the defence cannot tell which side is true
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Marks:
+    """What the anomaly pass found, per passage index."""
+    flags: list[set[str]]
+    notes: list[str]
+    redundant: set[int] = field(default_factory=set)      # an echo's extra copies: one voice is enough
+    positions: list[Position] = field(default_factory=list)
+    unanswered: str = ""          # an echo was kept out and nothing independent answers the question
 
 
 class SecureRetrieval:
@@ -69,25 +87,10 @@ class SecureRetrieval:
             mode: str = FULL) -> RetrievalResult:
         s, timings = self.settings, {}
         started = time.perf_counter()
-        reputations = dict(reputations or {})
-        kinds = dict(kinds or {})
+        reputations, kinds = dict(reputations or {}), dict(kinds or {})
         dropped: list[Dropped] = []
         cleaned = {agent: clean(agent, tuple(chunks), s, dropped) for agent, chunks in replies.items()}
-
-        # Same id, different text: the text with more weight behind it wins; the rest are disputed.
-        by_id: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-        for agent, chunks in cleaned.items():
-            for chunk in chunks:
-                by_id[chunk.id][content_hash(chunk.text)].append(agent)
-        disputed_keys: dict[str, tuple[str, ...]] = {}
-        id_disputes: dict[str, set[str]] = defaultdict(set)
-        for chunk_id, variants in by_id.items():
-            if len(variants) > 1:
-                ranked = sorted(variants.items(), key=lambda kv: -sum(reputations.get(a, 1.0) for a in kv[1]))
-                for key, agents in ranked[1:]:
-                    disputed_keys[key] = tuple(agents)
-                id_disputes[chunk_id].update(a for _, agents in ranked[1:] for a in agents)
-
+        disputed_keys, id_disputes = self._id_disputes(cleaned, reputations)
         passages, lists = self._group(cleaned)
         timings["clean"] = _ms(started)
 
@@ -103,79 +106,147 @@ class SecureRetrieval:
         agreement = agent_agreement(lists, vectors)
         weights = vote_weights(agents, reputations, agreement)
         total_weight = sum(weights.values()) or 1.0
-        support = [sum(weights[a] for a in p.agents) for p in passages]
-        flags: list[set[str]] = [set() for _ in passages]
-        notes: list[str] = ["" for _ in passages]
-        labels = np.full(len(passages), -1)
-        positions: list[Position] = []
+        shares = [sum(weights[a] for a in p.agents) / total_weight for p in passages]
+        quorum_applies = len(agents) >= 3
+        below = [quorum_applies and share < s.quorum_share for share in shares]
+        marks = _Marks([set() for _ in passages], ["" for _ in passages])
         for i, p in enumerate(passages):
             if p.key in disputed_keys:
-                flags[i].add("disputed")
-                notes[i] = "another text under the same id has more support"
+                marks.flags[i].add("disputed")
+                marks.notes[i] = "another text under the same id has more support"
             if not internally_consistent(p.chunk.text):
-                flags[i].add("inconsistent")
+                marks.flags[i].add("inconsistent")
+        labels = np.full(len(passages), -1)
         if vectors is not None:
-            # Thresholds are on one scale whatever the model: rescale cosines above its unrelated-text floor.
-            floor = getattr(self.embedder, "similarity_floor", 0.0)
-            similarity = np.clip((vectors @ vectors.T - floor) / (1.0 - floor), 0.0, 1.0)
             labels = density_labels(vectors, s.min_cluster_size)
-            for low, high in edited_copies(passages, similarity, support, s.tamper_similarity).items():
-                flags[low].add("tampered")
-                notes[low] = f"a near-copy of [{passages[high].chunk.id}] with different numbers, names or polarity"
-            # Edited and disputed copies are not independent voices: they never make up an echo.
-            independent = np.array([not (f & {"tampered", "disputed"}) for f in flags])
-            echo_similarity = np.where(np.outer(independent, independent), similarity, 0.0)
-            for cluster in echo_clusters(passages, echo_similarity, question, threshold=s.echo_similarity,
-                                         core_share=s.echo_core_share, corroboration=s.corroboration,
-                                         min_size=s.echo_min_size):
-                if cluster.corroborated:
-                    continue
-                for i in cluster.members:
-                    flags[i].add("echo")
-                    notes[i] = (f"one of {len(cluster.members)} near-duplicates pushing "
-                                f"'{' '.join(cluster.claim[:6])}' that no independent passage corroborates")
-                positions.append(Position(
-                    claim=cluster.claim, chunk_ids=tuple(passages[i].chunk.id for i in cluster.members),
-                    agents=tuple(sorted({a for i in cluster.members for a in passages[i].agents})),
-                    reason=f"{len(cluster.members)} near-duplicate passages, corroboration {cluster.corroboration:.0%}"))
+            self._vector_anomalies(question, passages, vectors, query_vec, shares, below, marks)
         timings["anomaly"] = _ms(started)
 
         started = time.perf_counter()
-        quorum_applies = len(agents) >= 3
-        scored: list[tuple[float, bool, ContextChunk]] = []
+        floor = getattr(self.embedder, "similarity_floor", 0.0)
+        scored: list[ContextChunk] = []
         for i, p in enumerate(passages):
-            share = support[i] / total_weight
-            if labels[i] == -1 and share < s.quorum_share and vectors is not None and quorum_applies:
-                flags[i].add("outlier")
+            sim = float(vectors[i] @ query_vec) if vectors is not None else 0.0
+            lone = vectors is not None and labels[i] == -1
+            if lone and below[i] and (sim - floor) / (1.0 - floor) < OFF_TOPIC:
+                marks.flags[i].add("outlier")
+                marks.notes[i] = marks.notes[i] or "in no cluster, off the question's topic, and returned by too few retrievers"
+            if not marks.notes[i] and below[i]:
+                marks.notes[i] = (f"below quorum: returned by {len(p.agents)} of {len(agents)} retrievers "
+                                  f"({shares[i]:.0%} of the vote weight)")
             votes = sum(weights[a] / (s.rrf_k + rank) for a, rank in p.returned_by)
             meta = metadata_confidence(p.chunk, self.today)
             agent_kinds = tuple(sorted({kinds.get(a, a) for a in p.agents}))
+            # Evidence beyond counts: metadata, corroboration across retriever kinds, self-consistency.
+            # Density is no evidence either way here: genuine passages on different entities are often
+            # in no cluster; only together with low support and an off-topic text does it mark an outlier.
             evidence = (0.6 + 0.4 * meta) * (1.0 if len(agent_kinds) >= 2 else 0.8)
-            if "inconsistent" in flags[i]:
+            if "inconsistent" in marks.flags[i]:
                 evidence *= 0.5
-            sim = float(vectors[i] @ query_vec) if vectors is not None else 0.0
             explanation = ChunkExplanation(
-                votes=round(votes, 5), support_share=round(share, 3), kinds=agent_kinds,
+                votes=round(votes, 5), support_share=round(shares[i], 3), kinds=agent_kinds,
                 metadata_confidence=meta, query_similarity=round(sim, 3), cluster=int(labels[i]),
-                flags=tuple(sorted(flags[i])), note=notes[i])
-            context_chunk = ContextChunk(chunk=p.chunk, score=round(votes * evidence, 6), supported_by=p.agents,
-                                         disputed_by=tuple(sorted(id_disputes.get(p.chunk.id, ()))),
-                                         explanation=explanation)
-            excluded = bool(flags[i] & set(EXCLUDING_FLAGS))
-            eligible = not excluded and (not quorum_applies or share >= s.quorum_share)
-            scored.append((0.0 if excluded else 1.0, eligible, context_chunk))
-        scored.sort(key=lambda item: (-item[2].score, item[2].chunk.id))
-        eligible = [c for keep, ok, c in scored if ok]
-        fallback = not eligible
-        if fallback:
-            eligible = [c for keep, ok, c in scored if keep]
-        context = tuple(eligible[:s.context_k])
-        excluded_chunks = tuple(c for keep, ok, c in scored if not keep)
-        suspects = self._suspects(cleaned, passages, flags)
+                flags=tuple(sorted(marks.flags[i])), note=marks.notes[i])
+            scored.append(ContextChunk(chunk=p.chunk, score=round(votes * evidence, 6), supported_by=p.agents,
+                                       disputed_by=tuple(sorted(id_disputes.get(p.chunk.id, ()))),
+                                       explanation=explanation))
+        suspects = self._suspects(cleaned, passages, marks.flags)
+        context, excluded, fallback = self._select(scored, marks, below, {x.agent_id for x in suspects})
         timings["vote"] = _ms(started)
-        return RetrievalResult(context=context, excluded=excluded_chunks, dropped=tuple(dropped),
-                               suspects=suspects, positions=tuple(positions), agreement=agreement,
-                               mode=mode, fallback=fallback, timings_ms=timings)
+        if not context:
+            abstain = "every passage returned was kept out" if passages else "no retriever returned a usable passage"
+        else:
+            abstain = marks.unanswered    # the defence cannot tell whether that one voice is true
+        return RetrievalResult(context=context, excluded=excluded, dropped=tuple(dropped), suspects=suspects,
+                               positions=tuple(marks.positions), agreement=agreement, mode=mode,
+                               fallback=fallback, abstain_reason=abstain, timings_ms=timings)
+
+    # --- steps -----------------------------------------------------------------------------
+    @staticmethod
+    def _id_disputes(cleaned: Mapping[str, list[Chunk]], reputations: Mapping[str, float]):
+        """Same id, different text: the text with more weight behind it wins; the rest are disputed."""
+        by_id: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for agent, chunks in cleaned.items():
+            for chunk in chunks:
+                by_id[chunk.id][content_hash(chunk.text)].append(agent)
+        disputed_keys: set[str] = set()
+        id_disputes: dict[str, set[str]] = defaultdict(set)
+        for chunk_id, variants in by_id.items():
+            if len(variants) > 1:
+                ranked = sorted(variants.items(), key=lambda kv: -sum(reputations.get(a, 1.0) for a in kv[1]))
+                for key, agents in ranked[1:]:
+                    disputed_keys.add(key)
+                    id_disputes[chunk_id].update(agents)
+        return disputed_keys, id_disputes
+
+    def _vector_anomalies(self, question: str, passages: list[Passage], vectors: np.ndarray, query_vec: np.ndarray,
+                          shares: list[float], below: list[bool], marks: _Marks) -> None:
+        s = self.settings
+        # Thresholds are on one scale whatever the model: rescale cosines above its unrelated-text floor.
+        floor = getattr(self.embedder, "similarity_floor", 0.0)
+        similarity = np.clip((vectors @ vectors.T - floor) / (1.0 - floor), 0.0, 1.0)
+        to_question = (vectors @ query_vec - floor) / (1.0 - floor)
+        chunks = [p.chunk for p in passages]
+        for low, high in edited_copies(chunks, similarity, shares, s.tamper_similarity, below).items():
+            marks.flags[low].add("tampered")
+            marks.notes[low] = f"a near-copy of [{chunks[high].id}] with different numbers, names or polarity"
+        # Edited and disputed copies are not independent voices: they never make up an echo.
+        independent = np.array([not (f & {"tampered", "disputed"}) for f in marks.flags])
+        groups = near_duplicate_groups(np.where(np.outer(independent, independent), similarity, 0.0),
+                                       s.echo_similarity, s.echo_min_size)
+        claimed: set[int] = set()
+        for group in groups:
+            members = set(group)
+            claim = set(answer_words(best_sentence(question, [chunks[i] for i in group]), question))
+            # Looser copies of the group: look-alikes just below the near-duplicate line that carry its
+            # claim. They belong with the group; genuine passages on the same entities do not.
+            lookalikes = [i for i in range(len(chunks)) if i not in members and independent[i]
+                          and similarity[i, group].max() >= s.echo_similarity - LOOKALIKE_BAND]
+            copies = [i for i in lookalikes if claim and overlap(claim, set(content_words(chunks[i].text))) >= 0.5]
+            others = [i for i in range(len(chunks)) if i not in members and i not in copies and independent[i]]
+            # Near-duplicates are an echo only when they mirror the question more closely than any
+            # passage unlike them does: planted texts are written to be retrieved; families of genuine
+            # articles (one team's seasons, one author's books) are not.
+            unlike = [i for i in others if i not in lookalikes]
+            if echo_margin(to_question, group, unlike) <= s.echo_margin:
+                continue
+            verdict = judge_echo(question, [chunks[i] for i in group],
+                                 [chunks[i] for i in others if not marks.flags[i] & ANOMALY_FLAGS],
+                                 minority=all(shares[i] < 0.5 for i in group), corroboration=s.corroboration)
+            if verdict.keep_out:
+                if verdict.unanswered:
+                    marks.unanswered = (f"the only passages that answer the question are {verdict.reason}: "
+                                        f"'{verdict.cluster_answer[:160]}'")
+                for i in group + copies:
+                    marks.flags[i].add("echo")
+                    marks.notes[i] = f"one of {verdict.reason}" if i in members else \
+                        f"a looser copy of an echo: {verdict.reason}"
+                claimed.update(group + copies)
+                marks.positions.append(Position(
+                    claim=verdict.claim, answer=verdict.cluster_answer,
+                    chunk_ids=tuple(chunks[i].id for i in group + copies),
+                    agents=tuple(sorted({a for i in group + copies for a in passages[i].agents})),
+                    reason=verdict.reason))
+            else:
+                best = max(group, key=lambda i: (shares[i], -i))
+                for i in group:
+                    if i != best and i not in claimed:
+                        marks.redundant.add(i)
+                        marks.notes[i] = f"near-duplicate of [{chunks[best].id}]: one voice ({verdict.reason})"
+
+    def _select(self, scored: list[ContextChunk], marks: _Marks, below: list[bool],
+                suspects: set[str]) -> tuple[tuple[ContextChunk, ...], tuple[ContextChunk, ...], bool]:
+        """Top K of the passages with quorum and no anomaly; free places go to clean passages below
+        quorum that no suspected agent returned; with nothing at quorum, the answer says so (fallback)."""
+        order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, scored[i].chunk.id))
+        usable = [i for i in order if not (marks.flags[i] & ANOMALY_FLAGS) and i not in marks.redundant]
+        at_quorum = [i for i in usable if not below[i]]
+        spare = [i for i in usable if below[i] and not set(scored[i].supported_by) & suspects]
+        chosen = (at_quorum + spare)[:self.settings.context_k]
+        fallback = not at_quorum and bool(chosen)
+        picked = set(chosen)
+        excluded = tuple(scored[i] for i in order if i not in picked)
+        return tuple(scored[i] for i in chosen), excluded, fallback
 
     @staticmethod
     def _group(cleaned: Mapping[str, list[Chunk]]) -> tuple[list[Passage], dict[str, list[int]]]:
@@ -224,6 +295,12 @@ class SecureRetrieval:
                 kinds = ", ".join(sorted({why for _, why in bad}))
                 suspects.append(Suspect(agent, f"{len(bad)} of its {len(cleaned[agent])} passages kept out ({kinds})"))
         return tuple(suspects)
+
+
+def echo_margin(to_question: np.ndarray, group: list[int], others: list[int]) -> float:
+    """Mean question similarity of a group minus the best of the independent passages."""
+    best_other = max((float(to_question[i]) for i in others), default=0.0)
+    return float(np.mean(to_question[group])) - best_other
 
 
 def _ms(started: float) -> float:

@@ -1,45 +1,34 @@
-"""How an answer is shown, from Answer values built here (no fleet needed)."""
+"""How an answer is shown, from Answer values built by hand (no fleet needed): header, citations,
+the agents' calls; the evidence tabs have tests of their own (test_evidence_view.py)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
 from console import style
-from console.panels.answer import OUTCOME_COLUMNS, POSITION_COLUMNS, AnswerView
+from console.panels.answer import OUTCOME_COLUMNS, TAB_CITATIONS, TAB_GENERATORS, TAB_NAMES, AnswerView
 from console.table_model import RecordTableModel
-from engine import (AgentOutcome, Answer, CallStatus, Candidate, Citation, Generation, RiskTier, Role, Verdict)
+from engine import Verdict
 
-CITATIONS = (
-    Citation("mars-moons#0", "Planetary Science Encyclopedia", "Moons of Mars",
-             "Mars has two small moons, Phobos and Deimos. Both were discovered by Asaph Hall in 1877."),
-    Citation("mars-moons-2#0", "Space Agency Fact Sheet", "Phobos and Deimos",
-             "Phobos orbits Mars three times a day; Deimos takes about 30 hours."),
-)
-OUTCOMES = (
-    AgentOutcome("ret-a", Role.RETRIEVER, CallStatus.OK, 41.6, n_items=8),
-    AgentOutcome("ret-dead", Role.RETRIEVER, CallStatus.DOWN, 2.0, error="connection refused"),
-    AgentOutcome("gen-a", Role.GENERATOR, CallStatus.OK, 25.0, n_items=1),
-    AgentOutcome("gen-b", Role.GENERATOR, CallStatus.OK, 30.0, n_items=1),
-)
-CANDIDATES = (
-    Candidate("gen-a", Generation("Mars has two moons, Phobos and Deimos."), (), 1.0, ("gen-b",), 0.9),
-    Candidate("gen-b", Generation("Mars has three moons."), (), 0.0, (), 0.1),
-)
-
-
-def make_answer(verdict: Verdict, text: str = "", citations=CITATIONS, candidates=CANDIDATES) -> Answer:
-    return Answer(trace_id="0123456789abcdef", question="What are the moons of Mars?", tier=RiskTier.HIGH,
-                  verdict=verdict, answer=text, reason="competing answers", citations=citations,
-                  agents=OUTCOMES, context=(), candidates=candidates, timings_ms={"retrieve": 40.0}, asked_at=0.0)
+from .answers import CITATIONS, OUTCOMES, make_answer
 
 
 def cell(model, row, column, role=Qt.ItemDataRole.DisplayRole):
     return model.data(model.index(row, column), role)
 
 
-def test_answered_shows_green_badge_answer_reason_trace_and_hides_positions(qtbot):
+def make_view(qtbot, show: bool = False) -> AnswerView:
     view = AnswerView()
     qtbot.addWidget(view)
-    view.show_answer(make_answer(Verdict.ANSWERED, "Mars has two small moons, Phobos and Deimos."))
+    if show:
+        view.resize(1280, 480)
+        view.show()
+        qtbot.waitExposed(view)
+    return view
+
+
+def test_answered_shows_green_badge_answer_reason_and_trace(qtbot):
+    view = make_view(qtbot)
+    view.show_answer(make_answer(Verdict.ANSWERED, "Mars has two small moons, Phobos and Deimos.", suspects=()))
     header = view.header
     assert header.badge.text() == "ANSWERED"
     assert style.VERDICT_BADGES[Verdict.ANSWERED][0] in header.badge.styleSheet()
@@ -47,67 +36,95 @@ def test_answered_shows_green_badge_answer_reason_trace_and_hides_positions(qtbo
     assert "competing answers" in header.reason.text() and "high risk" in header.reason.text()
     assert "0123456789abcdef" in header.trace.text()
     assert header.trace.textInteractionFlags() & Qt.TextInteractionFlag.TextSelectableByMouse
-    assert view.positions_box.isHidden()
+    assert header.suspects.isHidden()                     # nobody suspected: no warning line
+    assert view.tabs.currentIndex() == TAB_CITATIONS
 
 
-def test_abstained_shows_amber_badge_and_every_position(qtbot):
-    view = AnswerView()
-    qtbot.addWidget(view)
-    view.show_answer(make_answer(Verdict.ABSTAINED))
+def test_abstained_shows_amber_badge_and_opens_every_position(qtbot):
+    view = make_view(qtbot)
+    view.show_answer(make_answer(Verdict.ABSTAINED, ""))
     assert view.header.badge.text() == "ABSTAINED"
     assert style.VERDICT_BADGES[Verdict.ABSTAINED][0] in view.header.badge.styleSheet()
-    assert "did not agree" in view.header.answer.text() and "Positions" in view.header.answer.text()
-    assert not view.positions_box.isHidden()
-    positions = view.positions_model
-    assert [(cell(positions, r, 0), cell(positions, r, 1), cell(positions, r, 2)) for r in range(2)] == [
-        ("gen-a", "100%", "Mars has two moons, Phobos and Deimos."), ("gen-b", "0%", "Mars has three moons.")]
+    assert "did not agree" in view.header.answer.text() and "Generators" in view.header.answer.text()
+    assert view.tabs.currentIndex() == TAB_GENERATORS          # the positions are the answer now
+    candidates = view.candidates_model
+    assert [(cell(candidates, r, 0), cell(candidates, r, 1), cell(candidates, r, 5)) for r in range(2)] == [
+        ("gen-a", "100%", "Mars has two moons, Phobos and Deimos."), ("gen-liar", "0%", "Mars has three moons.")]
 
 
-def test_answer_table_models_pass_qt_model_tester(qtmodeltester):
-    # Models of their own: the view's are deleted with it before the tester's teardown runs.
-    for columns, records in ((OUTCOME_COLUMNS, OUTCOMES), (POSITION_COLUMNS, CANDIDATES)):
-        model = RecordTableModel(columns)
-        model.set_records(records)
-        qtmodeltester.check(model, force_py=True)
-        model.set_records(records[:1])
-        qtmodeltester.check(model, force_py=True)
-
-
-def test_no_answer_shows_grey_badge(qtbot):
-    view = AnswerView()
-    qtbot.addWidget(view)
-    view.show_answer(make_answer(Verdict.NO_ANSWER, citations=(), candidates=()))
+def test_no_answer_shows_grey_badge_and_an_empty_detail(qtbot):
+    view = make_view(qtbot)
+    view.show_answer(make_answer(Verdict.NO_ANSWER, "", citations=(), candidates=(), context=(), excluded=(),
+                                 suspects=()))
     assert view.header.badge.text() == "NO ANSWER"
     assert style.VERDICT_BADGES[Verdict.NO_ANSWER][0] in view.header.badge.styleSheet()
-    assert view.citations.list.count() == 0
-    assert view.citations.detail.toPlainText() == ""
+    assert view.citations_list.count() == 0
+    assert view.detail.toPlainText() == ""
+    assert view.detail.placeholderText() == "This answer cites no passage."
+    assert view.tabs.tabText(1) == "Context && kept out (0 in, 0 out)"     # && shows as one &
 
 
 def test_clicking_a_citation_shows_its_title_source_and_full_text(qtbot):
-    view = AnswerView()
-    qtbot.addWidget(view)
-    view.show()
-    view.show_answer(make_answer(Verdict.ANSWERED, "Two: Phobos and Deimos."))
-    citations = view.citations
-    assert [citations.list.item(i).text() for i in range(citations.list.count())] == [
+    view = make_view(qtbot, show=True)
+    view.show_answer(make_answer())
+    citations = view.citations_list
+    assert [citations.item(i).text() for i in range(citations.count())] == [
         "Moons of Mars — Planetary Science Encyclopedia", "Phobos and Deimos — Space Agency Fact Sheet"]
-    assert "Asaph Hall" in citations.detail.toPlainText()     # the first one is shown without a click
+    assert view.detail_box.title() == "Cited passage"
+    assert "Asaph Hall" in view.detail.toPlainText()     # the first one is shown without a click
 
-    second = citations.list.visualItemRect(citations.list.item(1)).center()
-    qtbot.mouseClick(citations.list.viewport(), Qt.MouseButton.LeftButton, pos=second)
-    shown = citations.detail.toPlainText()
+    second = citations.visualItemRect(citations.item(1)).center()
+    qtbot.mouseClick(citations.viewport(), Qt.MouseButton.LeftButton, pos=second)
+    shown = view.detail.toPlainText()
     assert "Phobos and Deimos" in shown and "Space Agency Fact Sheet" in shown
     assert "Deimos takes about 30 hours." in shown and "mars-moons-2#0" in shown
     assert "Asaph Hall" not in shown
 
 
-def test_agent_outcomes_table_lists_every_call_with_its_status(qtbot):
-    view = AnswerView()
-    qtbot.addWidget(view)
-    view.show_answer(make_answer(Verdict.ANSWERED, "x"))
+def test_tabs_are_named_with_counts_and_alarms_in_red(qtbot):
+    view = make_view(qtbot)
+    view.show_answer(make_answer())
+    assert [view.tabs.tabText(i).replace("&&", "&") for i in range(view.tabs.count())] == [
+        f"Citations ({len(CITATIONS)})", "Context & kept out (2 in, 3 out)", "Generators (2, 1 unsupported)",
+        "Agents (4, 1 failed)"]
+    assert all(view.tabs.tabText(i).replace("&&", "&").startswith(name) for i, name in enumerate(TAB_NAMES))
+    bar = view.tabs.tabBar()
+    assert bar.tabTextColor(TAB_CITATIONS) != style.RED
+    assert [bar.tabTextColor(i) == style.RED for i in (1, 2, 3)] == [True, True, True]
+
+
+def test_agent_outcomes_tab_lists_every_call_with_its_status(qtbot):
+    view = make_view(qtbot)
+    view.show_answer(make_answer())
     model = view.outcomes_model
     rows = [[cell(model, r, c) for c in range(model.columnCount())] for r in range(model.rowCount())]
     assert rows[0] == ["ret-a", "retriever", "ok", "42", "8", ""]
     assert rows[1] == ["ret-dead", "retriever", "down", "2", "0", "connection refused"]
     assert cell(model, 0, 2, Qt.ItemDataRole.ForegroundRole) == style.GREEN
     assert cell(model, 1, 2, Qt.ItemDataRole.ForegroundRole) == style.RED
+
+    view.show_tab(3)
+    view.outcomes_table.setCurrentIndex(model.index(1, 0))
+    assert view.detail_box.title() == "Agent call"
+    assert "connection refused" in view.detail.toPlainText()
+
+
+def test_outcome_model_passes_qt_model_tester(qtmodeltester):
+    # A model of its own: the view's are deleted with it before the tester's teardown runs.
+    model = RecordTableModel(OUTCOME_COLUMNS)
+    model.set_records(OUTCOMES)
+    qtmodeltester.check(model, force_py=True)
+    model.set_records(OUTCOMES[:1])
+    qtmodeltester.check(model, force_py=True)
+
+
+def test_a_new_answer_replaces_the_last_one_everywhere(qtbot):
+    view = make_view(qtbot)
+    view.show_answer(make_answer())
+    view.show_answer(make_answer(candidates=(), context=(), excluded=(), suspects=(), citations=CITATIONS[:1],
+                                 trace_id="feedfacefeedface"))
+    assert view.citations_list.count() == 1
+    assert view.passages_model.rowCount() == 0
+    assert view.candidates_model.rowCount() == 0 and view.checks_model.rowCount() == 0
+    assert view.header.suspects.isHidden()
+    assert "feedfacefeedface" in view.header.trace.text()

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 
 from console.app import serve
 from console.main_window import TITLE, MainWindow
+from console.panels.answer import TAB_PASSAGES
 from console.service import EngineService, Phase
 
 from .helpers import agent_processes_alive, processes_mentioning
@@ -56,9 +57,22 @@ def test_operator_asks_through_the_window_and_closing_stops_the_fleet(qtbot, qas
     assert "supported by" in header.reason.text()
     trace_id = header.trace.text().removeprefix("trace_id ")
     assert len(trace_id) == 32
-    citations = panel.answer_view.citations
-    assert citations.list.count() >= 1
-    assert "Phobos" in citations.detail.toPlainText()
+    view = panel.answer_view
+    assert view.citations_list.count() >= 1
+    assert "Phobos" in view.detail.toPlainText()
+    # The evidence: the tampering retriever's passages are kept out and it is named, in the header
+    # and in the fleet table; the fabricating generator's claims fail their checks.
+    kept_out = [row for row in view.passages_model.records() if row.kept_out]
+    rogue_rows = [row for row in kept_out if "ret-rogue" in row.passage.supported_by]
+    assert rogue_rows and all(row.flags for row in rogue_rows)
+    assert all("ret-rogue" not in row.passage.supported_by for row in view.passages_model.records() if not row.kept_out)
+    assert view.header.suspects.isVisible() and "ret-rogue" in view.header.suspects.text()
+    fleet_model = window.fleet_panel.model
+    assert "ret-rogue" in fleet_model.suspects()
+    liar = next(c for c in view.candidates_model.records() if c.agent_id == "gen-liar")
+    assert liar.checks and not any(check.supported for check in liar.checks)
+    view.show_tab(TAB_PASSAGES)
+    assert "KEPT OUT" in view.detail.toPlainText()          # opens on the first flagged passage
     outcomes = panel.answer_view.outcomes_model
     assert sorted(outcomes.record(r).agent_id for r in range(outcomes.rowCount())) == sorted(
         v.spec.id for v in engine.agents())
@@ -78,9 +92,20 @@ def test_screenshot_tool_runs_the_real_console_and_exits_cleanly(small_fleet_fil
     out = tmp_path / "console.png"
     result = subprocess.run(
         [sys.executable, "-m", "console.screenshot", str(out), "--fleet", str(small_fleet_file),
-         "--db", str(tmp_path / "shot.db"), "--cache-dir", str(tmp_path / "cache"), "--timeout", "60"],
+         "--db", str(tmp_path / "shot.db"), "--cache-dir", str(tmp_path / "cache"), "--timeout", "60",
+         "--tab", "context"],
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
         env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
     assert result.returncode == 0, result.stderr[-2000:]
     assert out.stat().st_size > 20_000                        # a real 1280x800 picture, not an empty file
     assert processes_mentioning(str(small_fleet_file)) == []   # every agent went down with the console
+
+
+def test_screenshot_tool_refuses_an_unknown_tab_before_starting_anything(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "console.screenshot", str(tmp_path / "x.png"), "--tab", "nonsense"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert result.returncode == 2
+    assert "--tab 'nonsense': no such tab" in result.stderr and "Context & kept out" in result.stderr
+    assert not (tmp_path / "x.png").exists()

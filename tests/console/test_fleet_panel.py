@@ -10,6 +10,8 @@ from console.panels.fleet import FLEET_COLUMNS, FleetModel, FleetPanel
 from console.service import EngineService
 from engine import AgentState, CallStatus, FaultKind
 
+from .answers import SUSPECT_REASON, make_answer
+
 COLUMN = {column.title: position for position, column in enumerate(FLEET_COLUMNS)}
 
 
@@ -100,3 +102,57 @@ def test_agent_changed_signal_updates_only_that_row(qtbot, engine):
         service.sig_agent_changed.emit(crashed)
     assert summary.args == ["1 of 6 agents up · 1 down"]
     assert panel.title.text() == "Fleet — 1 of 6 agents up · 1 down"
+
+
+def test_fleet_model_with_a_suspect_passes_qt_model_tester(qtmodeltester, engine):
+    model = FleetModel()
+    model.set_agents(varied_views(engine))
+    model.set_suspects([("ret-rogue", "3 of its 3 passages kept out (disputed/tampered)")])
+    qtmodeltester.check(model, force_py=True)
+
+
+def test_a_suspect_named_by_the_latest_answer_is_marked_until_an_answer_no_longer_names_it(qtbot, engine):
+    service = EngineService(engine)
+    panel = FleetPanel(service)
+    qtbot.addWidget(panel)
+    model = panel.model
+    rogue, bm25 = model.row_of("ret-rogue"), model.row_of("ret-bm25")
+    url_before = text(model, rogue, "Detail")
+    assert model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.DecorationRole) is None
+
+    with qtbot.waitSignal(model.dataChanged, timeout=1000) as changed:
+        service.sig_answer.emit(make_answer(suspects=(("ret-rogue", SUSPECT_REASON),)))
+    top_left, bottom_right = changed.args[:2]
+    assert (top_left.row(), bottom_right.row()) == (rogue, rogue)          # that row only
+    assert text(model, rogue, "Detail") == f"⚠ suspected: {SUSPECT_REASON}"
+    assert foreground(model, rogue, "Detail") == style.RED
+    assert model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.DecorationRole) is not None   # warning icon
+    assert SUSPECT_REASON in model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.ToolTipRole)
+    assert text(model, rogue, "Agent") == "ret-rogue"                      # the id itself stays as it is
+    assert panel.title.text() == "Fleet — 0 of 6 agents up · 1 suspected"
+
+    # The same suspects again: nothing to redraw. Another suspect as well: only its row.
+    changed_rows = []
+    model.dataChanged.connect(lambda top, bottom, *_: changed_rows.append((top.row(), bottom.row())))
+    service.sig_answer.emit(make_answer(suspects=(("ret-rogue", SUSPECT_REASON),)))
+    assert changed_rows == []
+    service.sig_answer.emit(make_answer(suspects=(("ret-rogue", SUSPECT_REASON), ("ret-bm25", "echo"))))
+    assert changed_rows == [(bm25, bm25)]
+    assert text(model, bm25, "Detail") == "⚠ suspected: echo"
+
+    # A later answer that names nobody clears both marks, row by row.
+    changed_rows.clear()
+    service.sig_answer.emit(make_answer(suspects=()))
+    assert sorted(changed_rows) == sorted([(rogue, rogue), (bm25, bm25)])
+    assert text(model, rogue, "Detail") == url_before
+    assert model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.DecorationRole) is None
+    assert foreground(model, rogue, "Detail") == style.GREY
+    assert panel.title.text() == "Fleet — 0 of 6 agents up"
+
+
+def test_two_reasons_against_one_agent_are_both_shown(engine):
+    model = FleetModel()
+    model.set_agents(engine.agents())
+    assert model.set_suspects([("ret-rogue", "tampered copies"), ("ret-rogue", "echo cluster")]) == [
+        model.row_of("ret-rogue")]
+    assert text(model, model.row_of("ret-rogue"), "Detail") == "⚠ suspected: tampered copies; echo cluster"

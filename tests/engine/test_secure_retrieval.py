@@ -55,25 +55,45 @@ def test_colluding_pair_is_outvoted_by_evidence(secure):
     assert result.positions and "nyx" in result.positions[0].claim
 
 
-def test_corroborated_near_duplicates_are_kept(secure):
+def test_near_duplicates_that_say_what_an_independent_passage_says_count_as_one_voice(secure):
     same = tuple(Chunk(f"src{i}#0", text) for i, text in enumerate((
-        "Mars has two moons, Phobos and Deimos, discovered by Asaph Hall in 1877.",
-        "The two moons of Mars, Phobos and Deimos, were discovered by Asaph Hall in 1877.",
-        "Asaph Hall discovered the two moons of Mars, Phobos and Deimos, in 1877.",
+        "Asaph Hall discovered the two moons of Mars in 1877: Phobos and Deimos.",
+        "The two moons of Mars were discovered by Asaph Hall in 1877, Phobos and Deimos.",
+        "In 1877 Asaph Hall discovered the two moons of Mars, Phobos and Deimos.",
     )))
-    independent = Chunk("hall#0", "Asaph Hall worked at the Naval Observatory, where in 1877 he found Phobos and Deimos.")
-    replies = {"a": same + (independent,), "b": same + (independent,), "c": same + (VOLCANO,)}
+    independent = Chunk("obs#0", "Telescope logs from the Naval Observatory record two faint satellites in "
+                                 "August 1877, Phobos and Deimos; the observer was Asaph Hall.")
+    replies = {"a": same + (independent, ROVER), "b": same + (independent, ROVER), "c": same + (independent,)}
     result = secure.run(QUESTION, replies)
-    assert {"src0#0", "src1#0", "src2#0"} <= set(ids(result.context))
-    assert not result.positions
+    copies = [i for i in ids(result.context) if i.startswith("src")]
+    assert len(copies) == 1 and "obs#0" in ids(result.context)
+    extra = [c for c in result.excluded if c.chunk.id.startswith("src")]
+    assert len(extra) == 2 and all(c.explanation.flags == () and "one voice" in c.explanation.note for c in extra)
+    assert not result.positions and not result.abstain_reason
 
 
-def test_single_agent_passage_stays_out_and_off_topic_one_is_an_outlier(secure):
+def test_uncorroborated_echo_with_nothing_else_answering_makes_the_defence_abstain(secure):
+    replies = {name: LIES + (ROVER, VOLCANO) for name in ("a", "b", "c")}
+    result = secure.run(QUESTION, replies)
+    assert not any(i.startswith("lie#") for i in ids(result.context))
+    assert "no independent passage corroborates" in result.abstain_reason and result.positions
+
+
+def test_echo_contradicted_by_independent_passages_is_kept_out_even_when_every_retriever_returns_it(secure):
+    replies = {name: LIES + (MOONS, ORBIT) for name in ("a", "b", "c")}
+    result = secure.run(QUESTION, replies)
+    assert not any(i.startswith("lie#") for i in ids(result.context))
+    assert "moons#0" in ids(result.context)
+    assert result.positions and "lowell" in result.positions[0].claim
+    assert not result.suspects          # a poisoned corpus: every retriever returned it, none is to blame
+
+
+def test_planted_off_topic_passage_is_an_outlier_and_stays_out(secure):
     fake = Chunk("fake#0", "Bananas are an excellent source of potassium and grow in tropical climates.")
     result = secure.run(QUESTION, {"a": (MOONS, ORBIT), "b": (MOONS, ORBIT), "c": (MOONS,), "d": (fake, MOONS)})
     assert "fake#0" not in ids(result.context)
-    every = {c.chunk.id: c for c in result.context + result.excluded}
-    assert "fake#0" not in every or True    # it is neither context nor excluded: just not eligible
+    kept_out = {c.chunk.id: c.explanation for c in result.excluded}
+    assert "outlier" in kept_out["fake#0"].flags and kept_out["fake#0"].cluster == -1
     assert result.context[0].chunk.id == "moons#0"
     assert result.context[0].explanation.support_share == 1.0
 
@@ -92,3 +112,29 @@ def test_explanations_carry_metadata_confidence(secure):
     explanation = result.context[0].explanation
     assert explanation.metadata_confidence > 0.8
     assert explanation.query_similarity > 0.5
+
+
+def test_honest_passage_below_quorum_fills_a_free_place_with_a_reason(secure):
+    result = secure.run(QUESTION, {"a": (MOONS, ORBIT), "b": (MOONS,), "c": (MOONS,), "d": (MOONS,)})
+    filler = next(c for c in result.context if c.chunk.id == "orbit#0")
+    assert filler.explanation.flags == () and "below quorum: returned by 1 of 4" in filler.explanation.note
+    assert not result.fallback
+
+
+def test_a_suspected_agent_never_fills_free_places(secure):
+    edited = Chunk("moons#0", MOONS.text.replace("1877", "1881"))
+    result = secure.run(QUESTION, {"a": (MOONS,), "b": (MOONS,), "rogue": (edited, ROVER)})
+    assert [s.agent_id for s in result.suspects] == ["rogue"]
+    assert ids(result.context) == ["moons#0"]
+
+
+def test_judge_echo_weighs_the_cluster_against_independent_answers():
+    from engine.retrieval.anomaly import judge_echo
+    truth = [Chunk("t#0", "Asaph Hall discovered the moons of Mars, Phobos and Deimos, in 1877.")]
+    agrees = judge_echo(QUESTION, [MOONS], truth, minority=False, corroboration=0.7)
+    assert not agrees.keep_out and "independently says the same" in agrees.reason
+    contradicted = judge_echo(QUESTION, list(LIES), truth, minority=False, corroboration=0.7)
+    assert contradicted.keep_out and "contradicted" in contradicted.reason and "lowell" in contradicted.claim
+    unanswered = judge_echo(QUESTION, list(LIES), [VOLCANO], minority=False, corroboration=0.7)
+    assert unanswered.keep_out and unanswered.unanswered
+    assert judge_echo(QUESTION, list(LIES), [VOLCANO], minority=True, corroboration=0.7).keep_out

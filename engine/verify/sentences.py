@@ -1,0 +1,56 @@
+"""Which sentence of some passages answers a question, and whether two answers say the same thing.
+
+Shared by the extractive generator (to answer), secure retrieval (to compare what an echo cluster
+claims with what independent passages say) and trusted generation (to compare answers).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..text import content_words, numbers, overlap, sentences
+from ..types import Chunk
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    text: str
+    chunk_id: str
+    score: float
+    shared: tuple[str, ...]
+
+
+def rank_sentences(query: str, context: Sequence[Chunk]) -> list[ScoredSentence]:
+    """Scores each context sentence by the question words it shares, rarer words weighing more."""
+    wanted = set(content_words(query))
+    units = [(rank, chunk, sentence, set(content_words(sentence)))
+             for rank, chunk in enumerate(context) for sentence in sentences(chunk.text)]
+    weight = {w: math.log(1 + len(units) / (1 + sum(w in have for *_, have in units))) for w in wanted}
+    ranked = []
+    for rank, chunk, sentence, have in units:
+        title = set(content_words(chunk.title))
+        shared = wanted & have
+        # Title words count half: they tell what the passage is about, not what it says.
+        score = (sum(weight[w] for w in shared) + 0.5 * sum(weight[w] for w in (wanted & title) - have)
+                 + 0.1 / (1 + rank))
+        ranked.append(ScoredSentence(sentence, chunk.id, score, tuple(sorted(shared))))
+    ranked.sort(key=lambda s: -s.score)
+    return ranked
+
+
+def best_sentence(query: str, context: Sequence[Chunk]) -> str:
+    ranked = rank_sentences(query, context)
+    return ranked[0].text if ranked else ""
+
+
+def answer_words(answer: str, question: str) -> set[str]:
+    """What an answer adds to its question: its content words minus the question's."""
+    return set(content_words(answer)) - set(content_words(question))
+
+
+def same_claim(a: str, b: str, threshold: float, question: str = "") -> bool:
+    """Two answers agree when their numbers match and they share most of what they add to the question."""
+    if numbers(a) - numbers(question) != numbers(b) - numbers(question):
+        return False
+    return overlap(answer_words(a, question), answer_words(b, question)) >= threshold

@@ -1,0 +1,72 @@
+"""Baselines on hand-made retriever lists, K-means and ROUGE-L."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.evaluation import baselines
+from engine.evaluation.textmatch import rouge_l_f1
+from engine.types import Chunk
+from tests.evaluation.conftest import FILLER, HashEmbedder
+
+
+def c(name, text=None):
+    return Chunk(id=name, text=text or f"passage {name} with some words")
+
+
+def test_naive_is_the_first_list():
+    replies = {"r1": [c("a"), c("b"), c("x")], "r2": [c("z")]}
+    assert [x.id for x in baselines.naive(replies, 2)] == ["a", "b"]
+
+
+def test_union_ranks_by_count_then_best_rank():
+    replies = {"r1": [c("a"), c("b"), c("c")], "r2": [c("b"), c("d")], "r3": [c("d"), c("b"), c("a")]}
+    assert [x.id for x in baselines.union(replies, 4)] == ["b", "a", "d", "c"]
+
+
+def test_union_merges_identical_texts_under_different_ids():
+    replies = {"r1": [c("p1", "same poison text here")], "r2": [c("p2", "same poison text here"), c("q")]}
+    top = baselines.union(replies, 5)
+    assert [x.id for x in top] == ["p1", "q"]
+
+
+def test_majority_drops_a_chunk_only_one_retriever_returned():
+    replies = {"r1": [c("lie"), c("a"), c("b")], "r2": [c("a"), c("b")], "r3": [c("b"), c("a")]}
+    assert [x.id for x in baselines.majority(replies, 5)] == ["a", "b"]
+    replies["r4"] = [c("lie")]                   # 2 of 4 is not more than half
+    assert "lie" not in [x.id for x in baselines.majority(replies, 5)]
+    replies["r2"] = [c("lie"), c("a")]           # 3 of 4 is
+    assert "lie" in [x.id for x in baselines.majority(replies, 5)]
+
+
+def test_rouge_l_on_known_strings():
+    assert rouge_l_f1("police kill the gunman", "police killed the gunman") == pytest.approx(0.75)
+    assert rouge_l_f1("the cat on the mat", "the cat sat on the mat") == pytest.approx(10 / 11)
+    assert rouge_l_f1("a b c", "a b c") == 1.0
+    assert rouge_l_f1("a b c", "d e f") == 0.0
+    assert rouge_l_f1("", "a") == 0.0
+
+
+def test_kmeans_separates_two_blobs_deterministically():
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(0, 0.05, (5, 3)) + [1, 0, 0], rng.normal(0, 0.05, (4, 3)) + [0, 1, 0]])
+    labels = baselines.kmeans(x, 2)
+    assert len(set(labels[:5])) == 1 and len(set(labels[5:])) == 1 and labels[0] != labels[5]
+    assert np.array_equal(labels, baselines.kmeans(x, 2))
+
+
+def test_trustrag_drops_a_tight_near_duplicate_cluster():
+    dupes = [f"Harwick is where the composer Edwin Vale was born in 1901{' indeed' * i}." for i in range(4)]
+    honest = [Chunk(f"h{i}", t) for i, t in enumerate(FILLER[:6])]
+    replies = {"r1": honest[:4], "r2": honest[2:], "r3": [Chunk(f"p{i}", t) for i, t in enumerate(dupes)] + honest[:1]}
+    out = baselines.trustrag(replies, 5, HashEmbedder())
+    assert {x.id for x in out.dropped} == {"p0", "p1", "p2", "p3"}
+    assert out.cosine > 0.88 and out.rouge > 0.25
+    assert not {x.id for x in out.context} & {"p0", "p1", "p2", "p3"} and len(out.context) == 5
+
+
+def test_trustrag_keeps_everything_without_a_tight_cluster():
+    honest = [Chunk(f"h{i}", t) for i, t in enumerate(FILLER)]
+    replies = {"r1": honest[:6], "r2": honest[6:]}
+    out = baselines.trustrag(replies, 5, HashEmbedder())
+    assert out.dropped == [] and [x.id for x in out.context] == [x.id for x in baselines.union(replies, 5)]

@@ -1,0 +1,37 @@
+"""The real evaluation on the shared data (slow: real models; run with `make test-slow`)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared" / "data"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.skipif(not (SHARED / "hotpotqa_dev_sample.jsonl").is_file()
+                    or not (SHARED / "poisonedrag_hotpotqa.jsonl").is_file(),
+                    reason=f"the shared evaluation data is not at {SHARED}")
+def test_retrieval_eval_on_ten_real_questions(tmp_path):
+    out = tmp_path / "agent.json"
+    done = subprocess.run([sys.executable, "main.py", "eval", "retrieval", "--limit", "10", "--attack", "agent",
+                           "--form", "both", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1700)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["n_questions"] == 10 and data["settings"]["attack"] == "agent"
+    for form in ("prefixed", "bare"):
+        block = data["forms"][form]
+        assert set(block["baselines"]) == {"naive", "union", "majority", "trustrag"}
+        for metrics in [block["defense"], *block["baselines"].values()]:
+            assert {"context_asr", "poison_share", "answer_asr", "answer_accuracy", "clean_recall_at_k",
+                    "anomaly_fpr", "abstention_rate", "overhead_ms_p50", "overhead_ms_p95"} <= set(metrics)
+        assert block["baselines"]["naive"]["anomaly_fpr"] is None
+    for suffix in (".md", ".svg"):
+        assert out.with_suffix(suffix).is_file()
+    assert len(Path(f"{out.with_suffix('')}.cases.jsonl").read_text().splitlines()) == 2 * 5 * 10
