@@ -8,6 +8,7 @@ the loop end, so no agent process outlives the console.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 import logging
 import signal
 import sys
@@ -44,7 +45,7 @@ def run_console(fleet: FleetConfig, settings: EngineSettings, db_path: Path | No
     engine = Engine(fleet, settings, db_path=db_path, cache_dir=cache_dir)   # no I/O yet
     service = EngineService(engine)
     window = MainWindow(service)
-    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
+    with asyncio.Runner(loop_factory=lambda: make_loop(app)) as runner:
         try:
             return runner.run(serve(window, service, script))
         except RuntimeError as exc:
@@ -55,6 +56,15 @@ def run_console(fleet: FleetConfig, settings: EngineSettings, db_path: Path | No
             log.warning("the Qt event loop ended early (%s); stopping the engine", exc)
             runner.run(_shutdown(service))
             return EXIT_OK
+
+
+def make_loop(app: QApplication) -> qasync.QEventLoop:
+    """A qasync loop whose default executor is a plain thread pool: the engine's CPU work
+    (embedding, clustering) runs there, and qasync's QThread-based default executor leaves Qt
+    timers owned by worker threads behind at shutdown."""
+    loop = qasync.QEventLoop(app)
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=4, thread_name_prefix="quorum-worker"))
+    return loop
 
 
 async def _shutdown(service: EngineService) -> None:

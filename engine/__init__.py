@@ -8,13 +8,13 @@ from .errors import (AgentError, AgentProtocolError, AgentReplyTooLarge, AgentTi
                      AuditChainBroken, ConfigError, FleetError, InputError, QuorumError, StoreError)
 from .registry import AgentView
 from .types import (AgentKind, AgentOutcome, AgentSpec, AgentState, Answer, CallStatus, Candidate, Chunk, Citation,
-                    Claim, ContextChunk, Event, FaultKind, Generation, RiskTier, Role, TrustLevel, Verdict,
+                    Claim, ChunkExplanation, ClaimCheck, ContextChunk, Event, FaultKind, Generation, RiskTier, Role, TrustLevel, Verdict,
                     to_jsonable)
 
 __all__ = [
     "Engine", "EngineSettings", "FleetConfig", "load_fleet", "load_settings", "default_db_path", "default_cache_dir",
     "AgentView", "AgentKind", "AgentOutcome", "AgentSpec", "AgentState", "Answer", "CallStatus", "Candidate",
-    "Chunk", "Citation", "Claim", "ContextChunk", "Event", "FaultKind", "Generation", "RiskTier", "Role",
+    "Chunk", "ChunkExplanation", "Citation", "Claim", "ClaimCheck", "ContextChunk", "Event", "FaultKind", "Generation", "RiskTier", "Role",
     "TrustLevel", "Verdict", "to_jsonable",
     "QuorumError", "ConfigError", "InputError", "AgentError", "AgentUnavailable", "AgentTimeout",
     "AgentProtocolError", "AgentReplyTooLarge", "FleetError", "StoreError", "AuditChainBroken",

@@ -46,9 +46,11 @@ def check_claim(claim: Claim, evidence: dict[str, str], settings: GenerationSett
 
 def _checks(gen: Generation, evidence: dict[str, str], settings: GenerationSettings) -> tuple[ClaimCheck, ...]:
     checks = [check_claim(claim, evidence, settings) for claim in gen.claims]
-    # The answer is a claim too, against everything it cites: nothing uncited can hide in it.
-    cited = tuple(dict.fromkeys(c for claim in gen.claims for c in claim.citations))
-    checks.append(check_claim(Claim(gen.answer, cited), evidence, settings))
+    # The answer is a claim too, against everything it cites: nothing uncited can hide in it
+    # (unless it is word for word one of the claims just checked).
+    if gen.answer.strip() not in {claim.text.strip() for claim in gen.claims}:
+        cited = tuple(dict.fromkeys(c for claim in gen.claims for c in claim.citations))
+        checks.append(check_claim(Claim(gen.answer, cited), evidence, settings))
     return tuple(checks)
 
 

@@ -148,7 +148,7 @@ class SecureRetrieval:
                 metadata_confidence=meta, query_similarity=round(sim, 3), cluster=int(labels[i]),
                 flags=tuple(sorted(marks.flags[i])), note=marks.notes[i])
             scored.append(ContextChunk(chunk=p.chunk, score=round(votes * evidence, 6), supported_by=p.agents,
-                                       disputed_by=tuple(sorted(id_disputes.get(p.chunk.id, ()))),
+                                       disputed_by=tuple(sorted(id_disputes.get((p.chunk.id, p.key), ()))),
                                        explanation=explanation))
         suspects = self._suspects(cleaned, passages, marks.flags)
         context, excluded, fallback = self._select(scored, marks, below, {x.agent_id for x in suspects})
@@ -170,13 +170,13 @@ class SecureRetrieval:
             for chunk in chunks:
                 by_id[chunk.id][content_hash(chunk.text)].append(agent)
         disputed_keys: set[str] = set()
-        id_disputes: dict[str, set[str]] = defaultdict(set)
+        id_disputes: dict[tuple[str, str], set[str]] = {}   # (id, text hash) -> agents that sent another text
         for chunk_id, variants in by_id.items():
             if len(variants) > 1:
                 ranked = sorted(variants.items(), key=lambda kv: -sum(reputations.get(a, 1.0) for a in kv[1]))
-                for key, agents in ranked[1:]:
-                    disputed_keys.add(key)
-                    id_disputes[chunk_id].update(agents)
+                disputed_keys.update(key for key, _ in ranked[1:])
+                for key, _ in ranked:
+                    id_disputes[(chunk_id, key)] = {a for other, agents in ranked if other != key for a in agents}
         return disputed_keys, id_disputes
 
     def _vector_anomalies(self, question: str, passages: list[Passage], vectors: np.ndarray, query_vec: np.ndarray,

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import qasync
 
+from console.app import make_loop
+
 from engine import Engine, load_fleet, load_settings
 
 HERE = Path(__file__).parent
@@ -42,7 +44,7 @@ def fail_on_logged_errors(caplog):
 
 @pytest.fixture
 def qasync_loop(qapp, qtbot):
-    loop = qasync.QEventLoop(qapp)
+    loop = make_loop(qapp)
     asyncio.set_event_loop(loop)
     asyncio._set_running_loop(loop)     # see the module docstring for why not run_forever()
     try:
