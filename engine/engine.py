@@ -98,6 +98,7 @@ class Engine:
         if any(a.builtin and a.enabled for a in self.fleet.agents):
             texts += [c.text for c in load_corpus(self.fleet.corpus_dir).chunks]
         self.embedder.embed_passages(texts)
+        self.embedder.embed_query("warm-up")     # loads the model even when every passage was cached
         anomaly.warm_up()
 
     async def _check_external(self, view: AgentView) -> None:
