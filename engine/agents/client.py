@@ -18,7 +18,7 @@ from ..config import LimitSettings
 from ..errors import AgentError, AgentProtocolError, AgentReplyTooLarge, AgentTimeout, AgentUnavailable
 from ..types import AgentKind, AgentOutcome, AgentSpec, CallStatus, Chunk, Generation
 from .openai_chat import build_chat_request, parse_chat_reply
-from .protocol import chunk_to_json, parse_chunks, parse_generation
+from .protocol import chunk_to_json, parse_challenge_reply, parse_chunks, parse_generation, parse_judgement
 
 T = TypeVar("T")
 
@@ -76,6 +76,17 @@ class AgentClient:
             return parse_chat_reply(spec.id, data)
         payload = {"query": query, "context": [chunk_to_json(c) for c in context], "trace_id": trace_id}
         return parse_generation(spec.id, await self._post(spec, f"{url}/generate", payload, trace_id))
+
+    async def validate(self, spec: AgentSpec, url: str, claim: str, evidence: tuple[Chunk, ...], trace_id: str):
+        """A verifier agent's judgement of one claim against its evidence: (label, score, reason)."""
+        payload = {"claim": claim, "evidence": [chunk_to_json(c) for c in evidence], "trace_id": trace_id}
+        return parse_judgement(spec.id, await self._post(spec, f"{url}/validate", payload, trace_id))
+
+    async def challenge(self, spec: AgentSpec, url: str, claim: str, context: tuple[Chunk, ...],
+                        trace_id: str) -> tuple[str, tuple[str, ...]]:
+        """Asks a generator to show the evidence for one of its claims: (quote, cited chunk ids)."""
+        payload = {"claim": claim, "context": [chunk_to_json(c) for c in context], "trace_id": trace_id}
+        return parse_challenge_reply(spec.id, await self._post(spec, f"{url}/challenge", payload, trace_id))
 
     async def health(self, spec: AgentSpec, url: str) -> dict[str, Any]:
         try:

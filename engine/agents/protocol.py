@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import AgentProtocolError
-from ..types import Chunk, Claim, Generation
+from ..types import Chunk, Claim, ClaimLabel, Generation
 
 MAX_K = 50
 MAX_QUERY_CHARS = 4000
@@ -103,3 +103,43 @@ def parse_generate_request(data: Any) -> tuple[str, tuple[Chunk, ...], str]:
     if not isinstance(trace_id, str):
         raise BadRequest("trace_id must be a string")
     return query, context, trace_id
+
+
+def parse_judgement(agent_id: str, data: Any) -> tuple[ClaimLabel, float, str]:
+    """`POST /validate` reply: {verdict: supported|refuted|not_enough_evidence, score: 0..1, reason?}."""
+    verdict = _require(agent_id, data, "verdict", str, "")
+    try:
+        label = ClaimLabel(verdict)
+    except ValueError:
+        raise AgentProtocolError(agent_id, f"verdict {verdict!r} is not one of "
+                                           f"{', '.join(l.value for l in ClaimLabel)}") from None
+    score = float(_require(agent_id, data, "score", (int, float), ""))
+    if not 0.0 <= score <= 1.0:
+        raise AgentProtocolError(agent_id, f"score {score} is outside 0..1")
+    reason = data.get("reason", "")
+    return label, score, reason if isinstance(reason, str) else ""
+
+
+def parse_challenge_reply(agent_id: str, data: Any) -> tuple[str, tuple[str, ...]]:
+    """`POST /challenge` reply: {quote: the evidence sentence, citations: [chunk ids]}."""
+    quote = _require(agent_id, data, "quote", str, "")
+    citations = _require(agent_id, data, "citations", list, "")
+    if not all(isinstance(c, str) for c in citations):
+        raise AgentProtocolError(agent_id, "citations is not a list of chunk ids")
+    return quote, tuple(citations)
+
+
+def parse_claim_request(data: Any, evidence_key: str) -> tuple[str, tuple[Chunk, ...], str]:
+    """`/validate {claim, evidence, trace_id}` and `/challenge {claim, context, trace_id}` requests."""
+    if not isinstance(data, dict):
+        raise BadRequest("body must be a JSON object")
+    claim, trace_id = data.get("claim"), data.get("trace_id", "")
+    if not isinstance(claim, str) or not claim.strip():
+        raise BadRequest("claim must be a non-empty string")
+    try:
+        chunks = parse_chunks("request", {"chunks": data.get(evidence_key)})
+    except AgentProtocolError as exc:
+        raise BadRequest(f"{evidence_key}: {exc.reason}") from None
+    if not isinstance(trace_id, str):
+        raise BadRequest("trace_id must be a string")
+    return claim, chunks, trace_id

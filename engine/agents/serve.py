@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import QuorumError
     from ..types import Role
     from .extractive import ExtractiveGenerator
-    from .retrievers import build_retriever
+    from .retrievers import build_retriever, build_verifier
     from .server import build_app
 
     parser = argparse.ArgumentParser(prog="engine.agents.serve")
@@ -65,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         corpus = load_corpus(fleet.corpus_dir)
         if spec.role is Role.RETRIEVER:
             backend = build_retriever(spec.backend, corpus, args.cache_dir)
-        else:
+        elif spec.role is Role.GENERATOR:
             backend = ExtractiveGenerator()
+        else:
+            backend = build_verifier(args.cache_dir)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", spec.port))

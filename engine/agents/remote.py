@@ -1,0 +1,25 @@
+"""A verifier agent behind `POST /validate`, seen by the engine as one more Verifier."""
+from __future__ import annotations
+
+import asyncio
+from typing import Sequence
+
+from ..errors import AgentError
+from ..types import AgentSpec, Chunk, ClaimLabel
+from ..verify.verifier import Judgement
+from .client import AgentClient
+
+
+class RemoteVerifier:
+    def __init__(self, client: AgentClient, spec: AgentSpec, url: str) -> None:
+        self.client, self.spec, self.url = client, spec, url
+        self.name = spec.id
+
+    async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
+        try:
+            label, score, reason = await asyncio.wait_for(
+                self.client.validate(self.spec, self.url, claim, tuple(evidence), trace_id), self.spec.timeout_s)
+        except (AgentError, asyncio.TimeoutError) as exc:
+            # An absent vote, not a vote against: the voting verifier counts only answers.
+            raise AgentError(self.spec.id, getattr(exc, "reason", "no reply in time")) from None
+        return Judgement(label, score, reason or label.value, self.name)

@@ -1,0 +1,133 @@
+"""Claim-by-claim evidence checks, honest about what they measure.
+
+No NLI model ships in a package reachable here, so the built-in verifier combines embedding
+alignment (the claim against each sentence of its cited evidence) with exact checks of what
+embeddings blur: numbers, names and negation. It says `supported` only when the evidence's words
+and its best-aligned sentence carry the claim; `refuted` when that sentence states other numbers,
+names or the opposite polarity; `not_enough_evidence` otherwise. Any other verifier (an external
+NLI model or LLM judge behind `POST /validate`) implements the same Protocol, and several vote.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from ..text import content_words, negations, numbers, sentences
+from ..types import Chunk, ClaimLabel
+
+_NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    label: ClaimLabel
+    score: float          # confidence in the label, 0..1
+    reason: str
+    verifier: str
+
+
+class Verifier(Protocol):
+    name: str
+
+    async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement: ...
+
+
+def names(text: str) -> set[str]:
+    """Capitalised words that are not a sentence's first word: the names a tamperer swaps."""
+    return {m.group(0) for m in _NAME.finditer(text)}
+
+
+class EvidenceVerifier:
+    """Embedding alignment plus number, name and negation checks; with no embedder, word overlap."""
+
+    def __init__(self, embedder=None, *, coverage: float = 0.8, alignment: float = 0.55,
+                 name: str = "evidence-check") -> None:
+        self.embedder = embedder
+        self.coverage = coverage
+        self.alignment = alignment
+        self.name = name
+
+    async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
+        return self.judge_sync(claim, evidence)
+
+    def judge_sync(self, claim: str, evidence: Sequence[Chunk]) -> Judgement:
+        if not evidence:
+            return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "cites nothing in the context", self.name)
+        wanted = set(content_words(claim))
+        if not wanted:
+            return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "states nothing checkable", self.name)
+        text = " ".join(c.text for c in evidence)
+        have = set(content_words(text))
+        coverage = len(wanted & have) / len(wanted)
+        best, alignment = self._best_sentence(claim, [s for c in evidence for s in sentences(c.text)])
+        # Exact checks against the sentence that says (nearly) the same thing.
+        other_numbers = numbers(claim) - numbers(text)
+        if other_numbers and numbers(best) and alignment >= self.alignment:
+            return Judgement(ClaimLabel.REFUTED, round(alignment, 3),
+                             f"numbers differ: {', '.join(sorted(other_numbers))} where the evidence says "
+                             f"{', '.join(sorted(numbers(best)))}", self.name)
+        if negations(claim) != negations(best) and alignment >= self.alignment and coverage >= 0.6:
+            return Judgement(ClaimLabel.REFUTED, round(alignment, 3), "the evidence states the opposite", self.name)
+        missing_names = {n for n in names(claim) if n.lower() not in text.lower()}
+        if missing_names and alignment >= self.alignment:
+            return Judgement(ClaimLabel.REFUTED, round(alignment, 3),
+                             f"names not in the evidence: {', '.join(sorted(missing_names))}", self.name)
+        if other_numbers:
+            return Judgement(ClaimLabel.NOT_ENOUGH, round(1 - coverage, 3),
+                             f"numbers not in the evidence: {', '.join(sorted(other_numbers))}", self.name)
+        if coverage >= self.coverage and (alignment >= self.alignment or coverage >= 0.95):
+            return Judgement(ClaimLabel.SUPPORTED, round(min(1.0, (coverage + max(alignment, 0)) / 2), 3),
+                             f"{coverage:.0%} of its words in the evidence; closest sentence at {alignment:.2f}",
+                             self.name)
+        return Judgement(ClaimLabel.NOT_ENOUGH, round(1 - coverage, 3),
+                         f"only {coverage:.0%} of its words are in the evidence (closest sentence at {alignment:.2f})",
+                         self.name)
+
+    def _best_sentence(self, claim: str, candidates: list[str]) -> tuple[str, float]:
+        if not candidates:
+            return "", 0.0
+        if self.embedder is None:
+            wanted = set(content_words(claim))
+            scores = [len(wanted & set(content_words(s))) / max(1, len(wanted | set(content_words(s))))
+                      for s in candidates]
+        else:
+            # Claim and sentences embedded alike (and cached by content hash): an honest claim quoted
+            # from its evidence costs no model call at all.
+            floor = getattr(self.embedder, "similarity_floor", 0.0)
+            matrix = np.asarray(self.embedder.embed_passages(candidates + [claim]))
+            cosines = matrix[:-1] @ matrix[-1]
+            scores = list((cosines - floor) / (1.0 - floor))
+        i = int(np.argmax(scores))
+        return candidates[i], float(scores[i])
+
+
+class VotingVerifier:
+    """Several verifiers vote: a confident refutation from any of them wins (a lie needs one
+    witness); otherwise the label most of them gave, ties going to not-enough-evidence."""
+
+    def __init__(self, verifiers: Sequence[Verifier], refute_confidence: float = 0.7) -> None:
+        self.verifiers = list(verifiers)
+        self.refute_confidence = refute_confidence
+        self.name = "vote(" + ", ".join(v.name for v in self.verifiers) + ")"
+
+    async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
+        import asyncio
+        votes = await asyncio.gather(*(v.judge(claim, evidence, trace_id) for v in self.verifiers),
+                                     return_exceptions=True)
+        judgements = [v for v in votes if isinstance(v, Judgement)]
+        if not judgements:
+            return Judgement(ClaimLabel.NOT_ENOUGH, 0.0, "no verifier answered", self.name)
+        refutations = [j for j in judgements if j.label is ClaimLabel.REFUTED and j.score >= self.refute_confidence]
+        if refutations:
+            best = max(refutations, key=lambda j: j.score)
+            return Judgement(ClaimLabel.REFUTED, best.score, f"{best.verifier}: {best.reason}", self.name)
+        counts = Counter(j.label for j in judgements)
+        top, n = counts.most_common(1)[0]
+        label = top if n * 2 > len(judgements) else ClaimLabel.NOT_ENOUGH
+        chosen = [j for j in judgements if j.label is label] or judgements
+        reason = "; ".join(f"{j.verifier}: {j.reason}" for j in chosen)
+        return Judgement(label, round(sum(j.score for j in chosen) / len(chosen), 3), reason, self.name)
