@@ -125,6 +125,11 @@ CANDIDATE_COLUMNS: tuple[Column[Candidate], ...] = (
            header_tooltip="How far the engine trusts this candidate: support, agreement and the agent's reputation"),
     Column("Agrees with", lambda c: ", ".join(c.agreeing) or "no one",
            foreground=lambda c: None if c.agreeing else style.GREY),
+    Column("Challenge", lambda c: c.challenge.split(":")[0] if c.challenge else "—",
+           foreground=lambda c: style.RED if c.challenge.startswith("failed") else
+           (style.GREEN if c.challenge.startswith("passed") else style.GREY),
+           tooltip=lambda c: c.challenge or "not challenged: every claim was supported",
+           header_tooltip="Asked to show the evidence for a doubtful claim: could it?"),
     Column("Answer", lambda c: c.generation.answer or "(no answer)", tooltip=lambda c: c.generation.answer),
 )
 
@@ -138,14 +143,18 @@ CHECK_COLUMNS = (
            foreground=lambda k: style.GREEN if k.supported else style.RED,
            tooltip=lambda k: "supported by its citations" if k.supported else "not supported",
            header_tooltip="Supported by the passages it cites"),
-    Column("Claim", lambda k: k.claim.text, tooltip=lambda k: k.claim.text),
+    Column("Verdict", lambda k: k.label.value.replace("_", " "), bold=lambda k: True,
+           foreground=lambda k: style.GREEN if k.supported else style.RED,
+           header_tooltip="supported, refuted (the evidence says otherwise) or not enough evidence"),
+    Column("Claim", lambda k: k.claim.text + ("" if k.origin == "declared" else "  (split from the answer)"),
+           tooltip=lambda k: k.claim.text),
     Column("Coverage", lambda k: f"{k.coverage:.0%}", align=RIGHT,
            header_tooltip="Share of the claim's content words found in its cited passages"),
     Column("Reason", lambda k: k.reason, foreground=lambda k: None if k.supported else style.RED,
            tooltip=lambda k: k.reason),
     Column("Cites", lambda k: ", ".join(k.claim.citations) or "—"),
 )
-CHECK_CLAIM_COLUMN, CHECK_REASON_COLUMN = 1, 3
+CHECK_CLAIM_COLUMN, CHECK_REASON_COLUMN = 2, 4
 
 
 class FlagChipsDelegate(QStyledItemDelegate):

@@ -48,7 +48,7 @@ def test_abstained_shows_amber_badge_and_opens_every_position(qtbot):
     assert "did not agree" in view.header.answer.text() and "Generators" in view.header.answer.text()
     assert view.tabs.currentIndex() == TAB_GENERATORS          # the positions are the answer now
     candidates = view.candidates_model
-    assert [(cell(candidates, r, 0), cell(candidates, r, 1), cell(candidates, r, 5)) for r in range(2)] == [
+    assert [(cell(candidates, r, 0), cell(candidates, r, 1), cell(candidates, r, 6)) for r in range(2)] == [
         ("gen-a", "100%", "Mars has two moons, Phobos and Deimos."), ("gen-liar", "0%", "Mars has three moons.")]
 
 
