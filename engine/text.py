@@ -35,6 +35,12 @@ def negations(text: str) -> set[str]:
     return found
 
 
+def negation_count(text: str) -> int:
+    """How many negations a text holds: an added 'not' shows even beside a "Don't" already there."""
+    lowered = text.lower()
+    return sum(w in NEGATIONS for w in words(text)) + lowered.count("n't") + lowered.count("n’t")
+
+
 def numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 

@@ -1,5 +1,5 @@
-"""`python main.py eval convert|retrieval`: argument definitions and dispatch (heavy imports happen
-only when a command runs). Exit codes: 0 ok, 1 the defence raised on some question, 2 bad input."""
+"""`python main.py eval convert|retrieval|generation`: argument definitions and dispatch (heavy imports
+happen only when a command runs). Exit codes: 0 ok, 1 the defence raised on some question, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -8,8 +8,10 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 from .attacks import ATTACKS, FORMS
 
@@ -26,8 +28,9 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 
 
 def add_eval_parser(sub) -> argparse.ArgumentParser:
-    ev = sub.add_parser("eval", help="retrieval evaluation on public poisoning data (HotpotQA + PoisonedRAG)")
-    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval}")
+    ev = sub.add_parser("eval", help="evaluations on public data: retrieval poisoning (HotpotQA + PoisonedRAG), "
+                                     "trusted generation (HotpotQA)")
+    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation}")
     commands.required = True
     convert = commands.add_parser("convert", help="write the poisoning cases as JSON Lines")
     _sources(convert)
@@ -49,12 +52,31 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
     ret.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
     ret.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     ret.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
+    _add_generation_parser(commands)
     return ev
+
+
+def _add_generation_parser(commands) -> None:
+    from .generation_metrics import PROFILES
+    gen = commands.add_parser("generation", help="run trusted generation against one Byzantine generator per "
+                                                 "fault profile (and a clean run) on HotpotQA questions")
+    gen.add_argument("--hotpot", type=Path,
+                     help="HotpotQA sample (default: ../shared/data/hotpotqa_dev_sample.jsonl)")
+    gen.add_argument("--limit", type=int, help="first N questions only (default: all)")
+    gen.add_argument("--profiles", default=",".join(PROFILES),
+                     help=f"comma-separated fault profiles (default: all of {','.join(PROFILES)})")
+    gen.add_argument("--k", type=int, default=5, help="context size: the top K paragraphs by the dense retriever")
+    gen.add_argument("--seed", type=int, default=0, help="fault profile seed (which lie, which generator id lies)")
+    gen.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
+    gen.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    gen.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
 
 
 def run_eval(args: argparse.Namespace) -> int:
     if args.eval_command == "convert":
         return _convert(args)
+    if args.eval_command == "generation":
+        return _generation(args)
     return _retrieval(args)
 
 
@@ -79,14 +101,16 @@ def _digest(paths) -> str:
     return digest.hexdigest()[:16]
 
 
-def _source_fingerprint(settings_path: Path | None) -> dict:
-    """Which code produced the numbers: hashes of the defence (engine/retrieval/*.py and the settings
-    file) and of the rest of the measured path (retrievers, generator, faults, text, embedders)."""
+def _source_fingerprint(settings_path: Path | None, defence_dirs: Sequence[str] = ("retrieval",),
+                        measured: Sequence[str] = ("agents/retrievers.py", "agents/extractive.py", "agents/faults.py",
+                                                   "text.py", "corpus.py", "verify/embedders.py")) -> dict:
+    """Which code produced the numbers: hashes of the defence (engine/<defence_dirs>/*.py and the
+    settings file) and of the rest of the measured path (retrievers, generator, faults, text, embedders)."""
     from ..config import DEFAULT_SETTINGS, PROJECT_ROOT
     engine = PROJECT_ROOT / "engine"
-    defence = sorted((engine / "retrieval").glob("*.py")) + [Path(settings_path or DEFAULT_SETTINGS)]
-    rest = [engine / "agents" / "retrievers.py", engine / "agents" / "extractive.py", engine / "agents" / "faults.py",
-            engine / "text.py", engine / "corpus.py", engine / "verify" / "embedders.py"]
+    defence = [f for d in defence_dirs for f in sorted((engine / d).glob("*.py"))] + [
+        Path(settings_path or DEFAULT_SETTINGS)]
+    rest = [engine / part for part in measured]
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
                               text=True, timeout=5).stdout.strip()
@@ -167,6 +191,76 @@ def _retrieval(args) -> int:
     errors = sum(m["defense"]["errors"] for m in result.metrics.values())
     if errors:
         print(f"the defence raised on {errors} question(s); see the 'error' rows in the cases file",
+              file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+GENERATION_DEFENCE = ("generation", "verify")
+GENERATION_MEASURED = ("agents/retrievers.py", "agents/extractive.py", "agents/faults.py", "agents/server.py",
+                       "text.py", "corpus.py")
+
+
+def _generation(args) -> int:
+    from ..config import load_settings
+    from ..engine import default_cache_dir
+    from ..errors import InputError
+    from . import generation_report
+    from .data import DEFAULT_HOTPOT
+    from .generation import ClaimCache, GenerationEvaluation, load_questions, parse_profiles
+    from .runner import Progress, real_embedders
+
+    started = time.perf_counter()
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be at least 1, found {args.limit}")
+    if args.k < 1:
+        raise InputError(f"--k must be at least 1, found {args.k}")
+    profiles = parse_profiles(args.profiles)
+    settings = load_settings(args.settings)
+    questions = load_questions(args.hotpot)
+    if args.limit:
+        questions = questions[:args.limit]
+    cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
+    kind = settings.retrieval.embedder
+    fingerprint = _source_fingerprint(args.settings, GENERATION_DEFENCE, GENERATION_MEASURED)
+    load_before = _load_average()
+    embedder = real_embedders([kind], cache_dir)[kind]
+    try:
+        with tempfile.TemporaryDirectory(prefix="quorum-evalgen-") as scratch:
+            claims = ClaimCache(embedder, embedder.inner.inner, Path(scratch))
+            try:
+                evaluation = GenerationEvaluation(settings.generation, embedder, verifier_embedder=claims.cached,
+                                                  warm_verifier=claims.warm, k=args.k, seed=args.seed,
+                                                  profiles=profiles, progress=Progress())
+                result = evaluation.run(questions)
+            finally:
+                claims.close()
+    finally:
+        embedder.close()
+    wall = round(time.perf_counter() - started, 1)
+    run_settings = {
+        "profiles": list(profiles), "seed": args.seed, "k": args.k, "limit": args.limit,
+        "hotpot": str(args.hotpot or DEFAULT_HOTPOT), "embedder": kind,
+        "generators": "gen-a, gen-b, gen-c: two honest ExtractiveGenerator, one Byzantine (id drawn per question "
+                      "and profile)",
+        "verify_timing": "EvidenceVerifier.judge_sync per claim, its CachedEmbedder fresh and warmed on the context "
+                         "sentences only",
+        "generation": dataclasses.asdict(settings.generation),
+        "load_average_1m": {"start": load_before, "end": _load_average()},
+        "cache_dir": str(cache_dir), "wall_time_s": wall, **fingerprint,
+    }
+    if _source_fingerprint(args.settings, GENERATION_DEFENCE, GENERATION_MEASURED) != fingerprint:
+        run_settings["defense_source_changed_during_run"] = True
+        print("warning: engine/generation, engine/verify or the settings file changed during the run", file=sys.stderr)
+    generation_report.print_tables(result, sys.stdout)
+    if args.json:
+        paths = generation_report.write_outputs(result, run_settings, args.json,
+                                                {q.id: q.question for q in questions})
+        print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
+    print(f"wall time {wall} s")
+    errors = sum(len([r for r in rows if r.error]) for rows in result.rows.values())
+    if errors:
+        print(f"the defence raised on {errors} question run(s); see the 'error' rows in the cases file",
               file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .plot import write_grouped_bars
 from .runner import DEFENCE, METHODS, RunResult
@@ -33,7 +33,8 @@ LEGEND = {
 }
 
 
-def _cell(value: Any, key: str = "") -> str:
+def cell(value: Any, key: str = "") -> str:
+    """One table cell: '-' for None, 4 decimals for rates, 2 for millisecond percentiles."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -41,10 +42,10 @@ def _cell(value: Any, key: str = "") -> str:
     return str(value)
 
 
-def metrics_table(metrics: Mapping[str, Mapping[str, Any]], markdown: bool = False) -> str:
-    header = ["method"] + [short for _, short in COLUMNS]
-    rows = [[method] + [_cell(metrics[method].get(key), key) for key, _ in COLUMNS] for method in METHODS
-            if method in metrics]
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool = False) -> str:
+    """A text table (first column left-aligned, the others right-aligned) or a Markdown table."""
+    header, rows = list(header), [list(r) for r in rows]
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -52,6 +53,22 @@ def metrics_table(metrics: Mapping[str, Mapping[str, Any]], markdown: bool = Fal
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+
+
+def settings_lines(settings: Mapping[str, Any]) -> list[str]:
+    """A Markdown table of run settings (nested values as inline JSON)."""
+    lines = ["| setting | value |", "|---|---|"]
+    for key, value in settings.items():
+        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
+        lines.append(f"| {key} | `{shown}` |")
+    return lines
+
+
+def metrics_table(metrics: Mapping[str, Mapping[str, Any]], markdown: bool = False) -> str:
+    header = ["method"] + [short for _, short in COLUMNS]
+    rows = [[method] + [cell(metrics[method].get(key), key) for key, _ in COLUMNS] for method in METHODS
+            if method in metrics]
+    return format_table(header, rows, markdown)
 
 
 def _split(metrics: Mapping[str, Mapping[str, Any]]) -> dict:
@@ -111,11 +128,8 @@ def write_outputs(result: RunResult, settings: Mapping[str, Any], json_path: Pat
                     fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     lines = [f"# Retrieval evaluation: {title}", "",
-             f"JSON: `{json_path.name}` · per-question rows: `{paths['cases'].name}`", "", "## Settings", "",
-             "| setting | value |", "|---|---|"]
-    for key, value in settings.items():
-        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
-        lines.append(f"| {key} | `{shown}` |")
+             f"JSON: `{json_path.name}` · per-question rows: `{paths['cases'].name}`", "", "## Settings", ""]
+    lines += settings_lines(settings)
     lines += ["", f"Wall time: {', '.join(f'{k} {v} s' for k, v in result.timings_s.items())}", ""]
     for form, metrics in result.metrics.items():
         note = "" if result.form_applies else " (this attack puts no poison text in play: every form is one run)"

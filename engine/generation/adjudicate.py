@@ -70,13 +70,20 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     for agent, gen in answered.items():
         support = sum(c.supported for c in checks[agent]) / len(checks[agent]) if checks[agent] else 0.0
         others = [o for o in answered if o != agent]
-        scores = {o: agreement(stated[agent], stated[o], embedder, settings.claim_match) for o in others}
+        # Agreement must hold both ways: an answer that repeats part of another while contradicting
+        # the rest does not agree with it.
+        scores = {o: min(agreement(stated[agent], stated[o], embedder, settings.claim_match),
+                         agreement(stated[o], stated[agent], embedder, settings.claim_match)) for o in others}
         agreeing = tuple(o for o, score in scores.items() if score >= settings.answer_match)
         consistency = sum(scores.values()) / len(scores) if scores else 1.0
         candidates.append(Candidate(agent, gen, checks[agent], round(support, 4), agreeing,
                                     credibility(support, consistency, reputations.get(agent, 1.0), settings),
                                     consistency=round(consistency, 4)))
-    candidates.sort(key=lambda c: (-c.credibility, c.agent_id))
+    # Equal credibility (the same true claims in another order) goes to the answer most generators
+    # gave word for word, never to whichever agent id sorts first.
+    same_answer = {c.agent_id: sum(o.generation.answer.strip() == c.generation.answer.strip() for o in candidates)
+                   for c in candidates}
+    candidates.sort(key=lambda c: (-c.credibility, -same_answer[c.agent_id], c.agent_id))
     best = candidates[0]
     if best.support_rate < settings.min_support:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),

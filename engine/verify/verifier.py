@@ -16,7 +16,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from ..text import content_words, negations, numbers, sentences
+from ..text import content_words, negation_count, numbers, sentences
 from ..types import Chunk, ClaimLabel
 
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
@@ -70,7 +70,7 @@ class EvidenceVerifier:
             return Judgement(ClaimLabel.REFUTED, round(alignment, 3),
                              f"numbers differ: {', '.join(sorted(other_numbers))} where the evidence says "
                              f"{', '.join(sorted(numbers(best)))}", self.name)
-        if negations(claim) != negations(best) and alignment >= self.alignment and coverage >= 0.6:
+        if negation_count(claim) != negation_count(best) and alignment >= self.alignment and coverage >= 0.6:
             return Judgement(ClaimLabel.REFUTED, round(alignment, 3), "the evidence states the opposite", self.name)
         missing_names = {n for n in names(claim) if n.lower() not in text.lower()}
         if missing_names and alignment >= self.alignment:
