@@ -9,6 +9,7 @@ NLI model or LLM judge behind `POST /validate`) implements the same Protocol, an
 """
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -52,7 +53,10 @@ class EvidenceVerifier:
         self.name = name
 
     async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
-        return self.judge_sync(claim, evidence)
+        if self.embedder is None:
+            return self.judge_sync(claim, evidence)
+        # Embedding is CPU work: off the event loop, so the console stays responsive.
+        return await asyncio.to_thread(self.judge_sync, claim, evidence)
 
     def judge_sync(self, claim: str, evidence: Sequence[Chunk]) -> Judgement:
         if not evidence:
@@ -115,7 +119,6 @@ class VotingVerifier:
         self.name = "vote(" + ", ".join(v.name for v in self.verifiers) + ")"
 
     async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
-        import asyncio
         votes = await asyncio.gather(*(v.judge(claim, evidence, trace_id) for v in self.verifiers),
                                      return_exceptions=True)
         judgements = [v for v in votes if isinstance(v, Judgement)]
