@@ -110,12 +110,13 @@ class EvidenceVerifier:
 
 
 class VotingVerifier:
-    """Several verifiers vote: a confident refutation from any of them wins (a lie needs one
-    witness); otherwise the label most of them gave, ties going to not-enough-evidence."""
+    """Several verifiers vote, each verifier one vote. A claim is refuted when at least half of the
+    votes refute it (a tie goes to caution), supported when more than half support it, and
+    otherwise lacks evidence. So one lying verifier among three can neither sink a true claim nor
+    pass a false one; a verifier that does not answer does not vote."""
 
-    def __init__(self, verifiers: Sequence[Verifier], refute_confidence: float = 0.7) -> None:
+    def __init__(self, verifiers: Sequence[Verifier]) -> None:
         self.verifiers = list(verifiers)
-        self.refute_confidence = refute_confidence
         self.name = "vote(" + ", ".join(v.name for v in self.verifiers) + ")"
 
     async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
@@ -124,13 +125,15 @@ class VotingVerifier:
         judgements = [v for v in votes if isinstance(v, Judgement)]
         if not judgements:
             return Judgement(ClaimLabel.NOT_ENOUGH, 0.0, "no verifier answered", self.name)
-        refutations = [j for j in judgements if j.label is ClaimLabel.REFUTED and j.score >= self.refute_confidence]
-        if refutations:
-            best = max(refutations, key=lambda j: j.score)
-            return Judgement(ClaimLabel.REFUTED, best.score, f"{best.verifier}: {best.reason}", self.name)
         counts = Counter(j.label for j in judgements)
-        top, n = counts.most_common(1)[0]
-        label = top if n * 2 > len(judgements) else ClaimLabel.NOT_ENOUGH
+        if counts[ClaimLabel.REFUTED] * 2 >= len(judgements):
+            label = ClaimLabel.REFUTED
+        elif counts[ClaimLabel.SUPPORTED] * 2 > len(judgements):
+            label = ClaimLabel.SUPPORTED
+        else:
+            label = ClaimLabel.NOT_ENOUGH
         chosen = [j for j in judgements if j.label is label] or judgements
         reason = "; ".join(f"{j.verifier}: {j.reason}" for j in chosen)
-        return Judgement(label, round(sum(j.score for j in chosen) / len(chosen), 3), reason, self.name)
+        tally = ", ".join(f"{n} {l.value.replace('_', ' ')}" for l, n in counts.items())
+        return Judgement(label, round(sum(j.score for j in chosen) / len(chosen), 3), f"{reason} [{tally}]",
+                         self.name)

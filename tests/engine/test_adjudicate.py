@@ -121,13 +121,16 @@ class _Down:
         raise RuntimeError("agent is down")
 
 
-async def test_verifiers_vote_and_one_confident_refutation_wins():
+async def test_verifiers_vote_one_vote_each():
     ev = [CONTEXT[0].chunk]
     majority = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Fixed("y", ClaimLabel.SUPPORTED),
                                _Fixed("z", ClaimLabel.NOT_ENOUGH)])
     assert (await majority.judge("c", ev)).label is ClaimLabel.SUPPORTED
-    witness = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Fixed("y", ClaimLabel.REFUTED, 0.95)])
-    refuted = await witness.judge("c", ev)
+    lone_liar = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Fixed("y", ClaimLabel.SUPPORTED),
+                                _Fixed("liar", ClaimLabel.REFUTED, 0.99)])
+    assert (await lone_liar.judge("c", ev)).label is ClaimLabel.SUPPORTED
+    tie = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Fixed("y", ClaimLabel.REFUTED, 0.95)])
+    refuted = await tie.judge("c", ev)
     assert refuted.label is ClaimLabel.REFUTED and refuted.reason.startswith("y:")
     split = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Fixed("y", ClaimLabel.NOT_ENOUGH)])
     assert (await split.judge("c", ev)).label is ClaimLabel.NOT_ENOUGH

@@ -32,6 +32,9 @@ async def test_every_agent_serves_health_and_a_question_is_answered(small_fleet_
     assert all("ret-rogue" not in c.supported_by for c in answer.context)
     liar = next(c for c in answer.candidates if c.agent_id == "gen-liar")
     assert liar.support_rate == 0
+    # Asked to show the evidence for its claim, the fabricating generator could not.
+    assert liar.challenge.startswith("failed")
+    assert all(not c.challenge for c in answer.candidates if c.agent_id != "gen-liar")
     assert {e.kind for e in events} >= {"fleet.agent", "engine.ready", "question.received", "agent.call",
                                         "retrieval.merged", "answer.decided"}
     # No process outlives the engine.
@@ -86,3 +89,27 @@ async def test_low_tier_uses_two_retrievers_and_one_generator(small_fleet_file, 
     roles = [a.role.value for a in answer.agents]
     assert roles.count("retriever") == 2 and roles.count("generator") == 1
     assert "Mercury" in answer.answer
+
+
+async def test_verifier_agents_vote_and_a_lying_one_is_outvoted(tmp_path, db_path, cache_dir):
+    fleet_file = write_fleet(tmp_path, extra="""
+        [[agents]]
+        id = "ver-honest"
+        role = "verifier"
+        backend = "evidence-verifier"
+
+        [[agents]]
+        id = "ver-liar"
+        role = "verifier"
+        backend = "evidence-verifier"
+        fault = { kind = "tamper" }
+        """)
+    async with Engine(load_fleet(fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
+        answer = await engine.ask("What are the moons of Mars?")
+    assert answer.verdict is Verdict.ANSWERED and "Phobos" in answer.answer
+    chosen = next(c for c in answer.candidates if c.generation.answer == answer.answer)
+    # Three voters (the engine's own check, the honest and the lying agent): the liar's flipped vote loses.
+    assert all(k.supported for k in chosen.checks)
+    assert any("ver-honest" in k.reason for k in chosen.checks)
+    liar = next(c for c in answer.candidates if c.agent_id == "gen-liar")
+    assert liar.support_rate == 0
