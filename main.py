@@ -1,9 +1,10 @@
-"""Quorum: `python main.py` (console) | ask | fleet up | audit verify. Exit codes: 0 ok, 1 failure, 2 bad input."""
+"""Quorum: `python main.py` (console) | ask | fleet up | audit verify | review. Exit codes: 0 ok, 1 failure, 2 bad input."""
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -33,9 +34,33 @@ def build_parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", help="check the audit trail")
     audit.add_argument("action", choices=["verify"])
     audit.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+    _add_review_parser(sub)
     from engine.evaluation.cli import add_eval_parser
     add_eval_parser(sub)
     return parser
+
+
+def default_operator() -> str:
+    return os.environ.get("USER") or "operator"
+
+
+def _add_review_parser(sub) -> None:
+    """review list | approve ID | reject ID: the approval queue, on the database alone (no fleet)."""
+    review = sub.add_parser("review", help="the approval queue: list, approve or reject answers waiting for an operator")
+    actions = review.add_subparsers(dest="review_action", required=True, metavar="{list,approve,reject}")
+    listing = actions.add_parser("list", help="list review items (pending first)")
+    listing.add_argument("--status", choices=["pending", "approved", "rejected", "all"], default="pending")
+    listing.add_argument("--json", action="store_true", help="print a JSON list")
+    listing.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+    from engine.review import APPROVE_REASONS, REJECT_REASONS
+    for name, reasons in (("approve", APPROVE_REASONS), ("reject", REJECT_REASONS)):
+        action = actions.add_parser(name, help=f"{name} a pending item; reasons: {' | '.join(reasons)}")
+        action.add_argument("id", help="review item id (see `review list`)")
+        action.add_argument("--reason", required=True, help=f"one of: {' | '.join(reasons)}")
+        action.add_argument("--note", default="", help='free text; required when the reason is "other"')
+        action.add_argument("--operator", default=default_operator(),
+                            help="who decides (default: $USER, or \"operator\")")
+        action.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
 
 
 def _load(args):
@@ -61,6 +86,23 @@ def _print_answer(answer) -> None:
         note = f"  {agent.error}" if agent.error else ""
         print(f"  {agent.agent_id:<16} {agent.role.value:<9} {agent.status.value:<9} {agent.latency_ms:8.1f} ms{note}")
     print(f"Trace id : {answer.trace_id}")
+
+
+def review_json(item) -> dict | None:
+    """The `review` key of `ask --json`: null when the answer did not need an operator."""
+    if item is None:
+        return None
+    return {"id": item.id, "status": item.status.value, "why": item.why}
+
+
+def review_item_json(item) -> dict:
+    """One line of `review list --json` (the whole answer stays in the database: see trace_id)."""
+    return {"id": item.id, "trace_id": item.trace_id, "question": item.question, "tier": item.tier.value,
+            "verdict": item.verdict.value, "answer": item.answer_text, "status": item.status.value, "why": item.why,
+            "created_at": item.created_at, "decided_by": item.decided_by or None, "reason": item.reason or None,
+            "note": item.note or None, "decided_at": item.decided_at,
+            "candidates": [{"agent_id": c.agent_id, "answer": c.answer, "support_rate": c.support_rate}
+                           for c in item.candidates_summary]}
 
 
 def answer_json(answer) -> dict:
@@ -95,10 +137,13 @@ async def _ask(args) -> int:
         print("Starting the fleet...", file=sys.stderr)
     async with engine:
         answer = await engine.ask(args.question, RiskTier(args.tier))
+        item = await engine.review_item_for(answer.trace_id)
     if args.json:
-        print(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+        print(json.dumps({**answer_json(answer), "review": review_json(item)}, ensure_ascii=False, indent=2))
     else:
         _print_answer(answer)
+        if item is not None:
+            print(f"Escalated: review item #{item.id} ({item.why})")
     return EXIT_OK
 
 
@@ -145,6 +190,67 @@ def _audit_verify(args) -> int:
     return EXIT_OK
 
 
+def _review(args) -> int:
+    from engine import InputError, default_db_path
+    from engine.review import allowed_reasons_text
+    path = Path(args.db or default_db_path())
+    approve = args.review_action == "approve"
+    try:
+        return asyncio.run(_review_run(args, path))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if args.review_action in ("approve", "reject"):
+            print(f"allowed reasons to {args.review_action}: {allowed_reasons_text(approve)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+async def _review_run(args, path: Path) -> int:
+    from engine import InputError
+    from engine.review import ReviewQueue
+    from engine.review import check_decision
+    from engine.store.db import Store
+    if args.review_action != "list":
+        check_decision(args.review_action == "approve", args.reason, args.note)   # before touching any file
+    if not path.is_file():
+        if args.review_action == "list":       # nothing asked yet: an empty queue, and no file created
+            print("[]" if args.json else f"No review items ({path}: no database here yet)")
+            return EXIT_OK
+        raise InputError(f"review item #{args.id} does not exist ({path}: no database here yet)")
+    store = Store(path)
+    await store.open()
+    try:
+        queue = ReviewQueue(store)
+        if args.review_action == "list":
+            items = await queue.items(args.status, limit=None)
+            _print_review_items(items, args.status, args.json)
+            return EXIT_OK
+        item = await queue.decide(args.id, args.review_action == "approve", args.operator, args.reason, args.note)
+    finally:
+        await store.aclose()
+    note = f" — {item.note}" if item.note else ""
+    print(f"Review item #{item.id} {item.status.value} by {item.decided_by}: {item.reason}{note}")
+    return EXIT_OK
+
+
+def _print_review_items(items, status: str, as_json: bool) -> None:
+    import datetime
+    if as_json:
+        print(json.dumps([review_item_json(i) for i in items], ensure_ascii=False, indent=2))
+        return
+    if not items:
+        print("No review items" + ("" if status == "all" else f" {status}"))
+        return
+    for item in items:
+        created = datetime.datetime.fromtimestamp(item.created_at).strftime("%Y-%m-%d %H:%M")
+        answer = item.answer_text or f"({item.verdict.value})"
+        print(f"#{item.id:<4} {item.status.value:<8} {item.tier.value:<6} {created}  {item.question}")
+        print(f"      answer: {answer[:110]}")
+        print(f"      why   : {item.why}")
+        if not item.pending:
+            note = f" — {item.note}" if item.note else ""
+            print(f"      {item.status.value} by {item.decided_by}: {item.reason}{note}")
+
+
 def _eval(args) -> int:
     from engine.evaluation.cli import run_eval
     return run_eval(args)
@@ -160,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_fleet_up(args))
         if args.command == "audit":
             return _audit_verify(args)
+        if args.command == "review":
+            return _review(args)
         if args.command == "eval":
             return _eval(args)
         from console.app import run_console

@@ -1,4 +1,5 @@
-"""The main window: fleet above, question and answer below, start-up progress in the status bar.
+"""The main window: fleet and approval queue (tabs) above, question and answer below, start-up
+progress in the status bar. The Approvals tab title counts the answers waiting for an operator.
 
 Closing is two-step: the first close request is refused and announced with sig_close_requested,
 so the app can shut the engine down while the window still says what is happening; the app then
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QSplitter, QWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QSplitter, QTabWidget, QWidget
 
+from . import style
+from .panels.approvals import ApprovalsPanel
 from .panels.ask import AskPanel
 from .panels.fleet import FleetPanel
 from .service import EngineService
@@ -17,6 +20,8 @@ from .toast import Toast
 
 TITLE = "Quorum — operations console"
 DEFAULT_SIZE = QSize(1280, 800)
+FLEET_TAB, APPROVALS_TAB = 0, 1
+APPROVALS_HEIGHT = 360       # pixels the top area takes while the approval queue is shown
 
 
 class MainWindow(QMainWindow):
@@ -30,16 +35,27 @@ class MainWindow(QMainWindow):
         self._close_requested = False
 
         self.fleet_panel = FleetPanel(service)
+        self.approvals_panel = ApprovalsPanel(service)
         self.ask_panel = AskPanel(service)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.fleet_panel)
+        self.top_tabs = QTabWidget()
+        self.top_tabs.setDocumentMode(True)
+        self.top_tabs.addTab(self.fleet_panel, "Fleet")
+        self.top_tabs.addTab(self.approvals_panel, self.approvals_panel.tab_title())
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.top_tabs)
         splitter.addWidget(self.ask_panel)
         splitter.setStretchFactor(0, 0)
         splitter.setStretchFactor(1, 1)
-        fleet_height = self.fleet_panel.fitting_height()
+        tabs_height = self.top_tabs.tabBar().sizeHint().height()
+        fleet_height = self.fleet_panel.fitting_height() + tabs_height
+        # Each tab keeps its own height: the queue needs room for an item's candidates and the decision form.
+        self._top_heights = {FLEET_TAB: fleet_height, APPROVALS_TAB: max(fleet_height, APPROVALS_HEIGHT)}
         splitter.setSizes([fleet_height, DEFAULT_SIZE.height() - fleet_height])
         splitter.setContentsMargins(8, 8, 8, 0)
         self.setCentralWidget(splitter)
+        self._top_tab = FLEET_TAB
+        self.top_tabs.currentChanged.connect(self._on_top_tab_changed)
+        self.approvals_panel.sig_pending_changed.connect(self._on_pending_changed)
 
         self.status_text = QLabel("Engine not started")
         self.progress = QProgressBar()
@@ -58,6 +74,25 @@ class MainWindow(QMainWindow):
         service.sig_stopping.connect(self._on_stopping)
         service.sig_stopped.connect(lambda: self.status_text.setText("Engine stopped"))
         self.fleet_panel.sig_summary_changed.connect(self._on_fleet_summary)
+
+    # --- fleet / approvals tabs ------------------------------------------------------------
+    def show_approvals(self) -> None:
+        self.top_tabs.setCurrentIndex(APPROVALS_TAB)
+
+    def _on_top_tab_changed(self, tab: int) -> None:
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        self._top_heights[self._top_tab] = sizes[0]
+        self._top_tab = tab
+        top = min(self._top_heights.get(tab, sizes[0]), total - 200) if total > 400 else sizes[0]
+        self.splitter.setSizes([top, total - top])
+
+    def _on_pending_changed(self, pending: int) -> None:
+        self.top_tabs.setTabText(APPROVALS_TAB, self.approvals_panel.tab_title())
+        bar = self.top_tabs.tabBar()
+        bar.setTabTextColor(APPROVALS_TAB, style.RED if pending else bar.palette().windowText().color())
+        bar.setTabToolTip(APPROVALS_TAB, f"{pending} answer(s) wait for an operator" if pending
+                          else "No answer waits for an operator")
 
     # --- status bar ------------------------------------------------------------------------
     def _on_starting(self, up: int, total: int) -> None:

@@ -1,9 +1,11 @@
 """Screenshot of the console as an operator sees it, taken offscreen:
 
     python -m console.screenshot OUT.png [--fleet F] [--corpus DIR] [--question Q] [--tier T] [--tab NAME]
+                                         [--panel fleet|approvals]
 
 Starts the real console (run_console), waits for the fleet, asks the question, waits for the
-answer, opens the evidence tab named by --tab (e.g. "context", "generators"), saves
+answer, opens the evidence tab named by --tab (e.g. "context", "generators") and the top panel named
+by --panel (with --panel approvals, the question's review item is selected if it has one), saves
 `window.grab()` and closes the window through the normal shutdown path.
 The database goes to a temporary folder unless --db is given; the embedding cache is the usual one.
 """
@@ -31,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", type=Path, help="agents' cache folder (default: the user cache dir)")
     parser.add_argument("--tab", help="evidence tab to show, by the start of its name (case-insensitive): "
                                          "citations, context, generators or agents (default: the one the answer opens)")
+    parser.add_argument("--panel", choices=["fleet", "approvals"], default="fleet",
+                        help="top panel to show: the fleet table or the approval queue (default: fleet)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the fleet, then the answer")
     return parser
 
@@ -41,7 +45,8 @@ def find_tab(names: list[str], wanted: str) -> int:
     return next((i for i, name in enumerate(names) if name.lower().startswith(wanted)), -1)
 
 
-def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int | None = None):
+def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int | None = None,
+                top_panel: str = "fleet"):
     from .signals import first_emission
     from .service import Phase
 
@@ -56,12 +61,21 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
         panel.question.setText(question)
         panel.tier.setCurrentText(tier)
         panel.submit()
+        answers = []
+        service.sig_answer.connect(answers.append)
         _, (ok,) = await first_emission(service.sig_question_finished, timeout_s=timeout_s)
         if not ok:
             log.error("the question failed; no screenshot")
             return 1
         if tab is not None:
             panel.answer_view.show_tab(tab)
+        if top_panel == "approvals":
+            window.show_approvals()
+            if answers:
+                item = next((i for i in window.approvals_panel.model.records() if i.trace_id == answers[-1].trace_id),
+                            None)
+                if item is not None:
+                    window.approvals_panel.select_item(item.id)
         out.parent.mkdir(parents=True, exist_ok=True)
         if not window.grab().save(str(out)):
             log.error("cannot write %s", out)
@@ -89,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings(args.settings)
     with tempfile.TemporaryDirectory(prefix="quorum-screenshot-") as tmp:
         db_path = args.db or Path(tmp) / "quorum.db"
-        script = make_script(args.out.resolve(), args.question, args.tier, args.timeout, tab)
+        script = make_script(args.out.resolve(), args.question, args.tier, args.timeout, tab, args.panel)
         return run_console(fleet, settings, db_path=db_path, cache_dir=args.cache_dir, script=script)
 
 

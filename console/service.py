@@ -1,6 +1,6 @@
 """EngineService: the console's only door into the engine.
 
-Methods in (`start`, `ask`, `shutdown`) schedule coroutines on the running asyncio (qasync) loop
+Methods in (`start`, `ask`, `load_reviews`, `decide`, `shutdown`) schedule coroutines on the running asyncio (qasync) loop
 and keep strong references to their tasks, so none is garbage-collected mid-flight. What happens
 comes back out as Qt signals named `sig_<what happened>`. Every failure, expected or not, goes
 through `report_error`, which logs it and emits `sig_error`; nothing raises into Qt and no modal
@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import os
 from typing import Any, Coroutine
 
 from PySide6.QtCore import QObject, Signal
 
-from engine import AgentState, AgentView, Engine, Event, QuorumError, RiskTier
+from engine import AgentState, AgentView, Engine, Event, InputError, QuorumError, RiskTier
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ class EngineService(QObject):
     sig_answer = Signal(object)                # Answer
     sig_question_finished = Signal(bool)       # True if an answer came back; always follows ask()
     sig_error = Signal(str)                    # a message an operator can read
+    sig_review_changed = Signal(object)        # ReviewItem: enqueued by the engine, or decided
+    sig_reviews_loaded = Signal(object)        # list[ReviewItem]: the queue as the store has it
+    sig_review_failed = Signal(int, str)       # item id, why the decision was not saved
     sig_stopping = Signal()
     sig_stopped = Signal()
 
@@ -50,6 +54,7 @@ class EngineService(QObject):
         self._tasks: set[asyncio.Task] = set()
         self._shutdown_task: asyncio.Task | None = None
         self._questions_running = 0
+        self.operator = os.environ.get("USER") or "operator"    # who the console's decisions are recorded as
         engine.subscribe(self._on_event)
 
     # --- state -----------------------------------------------------------------------------
@@ -91,6 +96,24 @@ class EngineService(QObject):
         self._questions_running += 1
         return self._spawn(self._ask(question, risk), "engine.ask")
 
+    def load_reviews(self) -> asyncio.Task | None:
+        """Reads the approval queue (every pending item, then the latest decisions); sig_reviews_loaded."""
+        if self._phase is not Phase.READY:
+            self.report_error(f"the approval queue cannot be read while the engine is {self._phase.value}")
+            return None
+        return self._spawn(self._load_reviews(), "review.load")
+
+    def decide(self, item_id: int, approve: bool, reason: str, note: str = "") -> asyncio.Task | None:
+        """Approves or rejects a review item as self.operator: sig_review_changed with the decided item,
+        or sig_review_failed(item_id, message) if the engine refused it (unlisted reason, "other" without
+        a note, decided meanwhile)."""
+        if self._phase is not Phase.READY:
+            message = f"decisions are not accepted while the engine is {self._phase.value}"
+            self.sig_review_failed.emit(int(item_id), message)
+            self.report_error(message)
+            return None
+        return self._spawn(self._decide(int(item_id), bool(approve), reason, note), "review.decide")
+
     def shutdown(self) -> asyncio.Task:
         """Stops in order: refuse new questions, cancel running work, close the engine (which stops
         the fleet and flushes the store). Idempotent: every call returns the same awaitable task."""
@@ -128,6 +151,43 @@ class EngineService(QObject):
             self._questions_running -= 1
             self.sig_question_finished.emit(ok)
 
+    async def _load_reviews(self) -> None:
+        try:
+            pending = await self._engine.review.pending()
+            decided = [i for i in await self._engine.review.items(limit=100) if not i.pending]
+            self.sig_reviews_loaded.emit(pending + decided)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:   # noqa: BLE001
+            self.report_error(exc, context="the approval queue could not be read")
+
+    async def _decide(self, item_id: int, approve: bool, reason: str, note: str) -> None:
+        try:
+            item = await self._engine.review.decide(item_id, approve, self.operator, reason, note)
+        except asyncio.CancelledError:
+            raise
+        except InputError as exc:
+            # Expected (the form shows it): a bad reason, or the item was decided elsewhere meanwhile.
+            log.warning("review item #%s: %s", item_id, exc)
+            self.sig_review_failed.emit(item_id, str(exc))
+            await self._refresh_review(item_id)
+            return
+        except Exception as exc:   # noqa: BLE001
+            self.sig_review_failed.emit(item_id, str(exc))
+            self.report_error(exc, context=f"the decision on review item #{item_id} was not saved")
+            return
+        self.sig_review_changed.emit(item)
+
+    async def _refresh_review(self, item_id: int) -> None:
+        """After a refused decision: show the item as the store has it (another operator may have decided it)."""
+        try:
+            item = await self._engine.review.get(item_id)
+        except QuorumError as exc:
+            self.report_error(exc, context=f"review item #{item_id} could not be read")
+            return
+        if item is not None:
+            self.sig_review_changed.emit(item)
+
     async def _shutdown(self, was_started: bool) -> None:
         tasks = list(self._tasks)
         for task in tasks:
@@ -161,6 +221,8 @@ class EngineService(QObject):
                 self.sig_ready.emit(int(event.payload.get("agents_up", 0)))
         elif event.kind == "question.received":
             self.sig_question_started.emit(event.trace_id, str(event.payload.get("question", "")))
+        elif event.kind == "review.enqueued":
+            self.sig_review_changed.emit(event.payload["item"])
 
     def _emit_progress(self) -> None:
         views = [v for v in self._engine.agents() if v.state is not AgentState.DISABLED]

@@ -19,6 +19,7 @@ from .pipeline import Pipeline
 from .registry import AgentRegistry, AgentView
 from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
+from .review import ReviewItem, ReviewQueue, needs_review
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.db import Store
 from .types import Answer, AgentState, Event, RiskTier
@@ -44,6 +45,7 @@ class Engine:
         self.settings = settings
         self.clock = clock
         self.store = Store(db_path or default_db_path(), clock=clock)
+        self.review = ReviewQueue(self.store)        # the approval queue, on the same SQLite file
         self.cache_dir = Path(cache_dir or default_cache_dir())
         self.registry = AgentRegistry(fleet)
         self.client = AgentClient(settings.limits, transport=transport)
@@ -134,7 +136,18 @@ class Engine:
     async def ask(self, question: str, tier: RiskTier = RiskTier.MEDIUM) -> Answer:
         answer = await self.pipeline.ask(question, tier)
         await self.store.record_answer(answer)
+        why = needs_review(answer)
+        item = None
+        if why:
+            item_id = await self.review.enqueue(answer, why)
+            item = await self.review.get(item_id)
         for outcome in answer.agents:
             self._emit(Event("fleet.agent", answer.trace_id, {"view": self.registry.get(outcome.agent_id)},
                              self.clock()))
+        if item is not None:
+            self._emit(Event("review.enqueued", answer.trace_id, {"item": item}, self.clock()))
         return answer
+
+    async def review_item_for(self, trace_id: str) -> ReviewItem | None:
+        """The approval-queue item of the answer with this trace id, or None if it did not need review."""
+        return await self.review.item_for(trace_id)

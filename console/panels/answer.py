@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeade
                                QListWidgetItem, QSplitter, QTableView, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
 from engine import AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict
+from engine.review import needs_review
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel
@@ -149,8 +150,11 @@ class VerdictHeader(QWidget):
         else:
             self.answer.setText("No answer: the fleet found no usable evidence.")
         total_ms = sum(answer.timings_ms.values())
+        waits = needs_review(answer)
+        review = (f" · <b style='color:#b36b00'>⏳ waits for operator approval ({html.escape(waits)}): "
+                  f"see the Approvals tab</b>" if waits else "")
         self.reason.setText(f"<b>Why:</b> {html.escape(answer.reason)}"
-                            f" <span style='color:#666'>· {answer.tier.value} risk · {total_ms:,.0f} ms</span>")
+                            f" <span style='color:#666'>· {answer.tier.value} risk · {total_ms:,.0f} ms</span>{review}")
         self.suspects.setText(suspects_html(answer))
         self.suspects.setVisible(bool(answer.suspects))
         self.trace.setText(f"trace_id {answer.trace_id}")

@@ -1,4 +1,4 @@
-"""The one SQLite file: questions, agent calls, the audit chain.
+"""The one SQLite file: questions, agent calls, the audit chain, the approval queue.
 
 One dedicated thread owns the sqlite-utils Database; the asyncio loop awaits it through that
 thread's executor. WAL with synchronous=FULL: a write that was reported is on disk. A decision
@@ -33,6 +33,17 @@ MIGRATIONS: list[str] = [
     CREATE TABLE audit (seq INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, actor TEXT NOT NULL, type TEXT NOT NULL,
         payload TEXT NOT NULL, at REAL NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
     CREATE INDEX audit_trace ON audit(trace_id);
+    """,
+    # 2: the approval queue (engine.review): answers that wait for an operator, and the decision.
+    # payload is the whole Answer as JSON (engine.types.to_jsonable), so nothing is lost.
+    """
+    CREATE TABLE approvals (id INTEGER PRIMARY KEY, trace_id TEXT UNIQUE NOT NULL, question TEXT NOT NULL,
+        tier TEXT NOT NULL, verdict TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK(status IN ('pending','approved','rejected')),
+        why TEXT NOT NULL, created_at REAL NOT NULL, payload TEXT NOT NULL,
+        decided_by TEXT, reason TEXT, note TEXT, decided_at REAL,
+        CHECK((status = 'pending') = (decided_at IS NULL)));
+    CREATE INDEX approvals_status ON approvals(status, created_at);
     """,
 ]
 
@@ -93,6 +104,22 @@ class Store:
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, fn, *args)
+
+    # --- for engine packages that own a table (engine.review) -------------------------------
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Runs fn(*args) on the store's own thread (the only thread that touches the connection)."""
+        return await self._run(fn, *args)
+
+    def transaction(self, fn: Callable[[], T]) -> T:
+        """On the store's thread: fn runs inside BEGIN IMMEDIATE ... COMMIT, rolled back if it raises."""
+        return self._transaction(fn)
+
+    def append_audit(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
+        """On the store's thread and inside transaction(): appends one audit event to the chain, so a
+        row change and its audit event commit together."""
+        if not self.db.conn.in_transaction:
+            raise StoreError(f"{self.path}: an audit event must be appended inside a transaction")
+        return self._append_audit(trace_id, actor, type_, payload)
 
     # --- writes ----------------------------------------------------------------------------
     def _append_audit(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:

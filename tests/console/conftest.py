@@ -11,6 +11,7 @@ Strictness (qutebrowser's rule): any Qt warning or any logged ERROR fails the te
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from pathlib import Path
 
@@ -58,6 +59,10 @@ def qasync_loop(qapp, qtbot):
         asyncio._set_running_loop(None)
         loop.close()
         asyncio.set_event_loop(None)
+        # The loop's timers and the service sit in reference cycles: collect them here, on the main
+        # thread. Left to chance, the collector may run in a worker thread of a later test, and Qt then
+        # warns "Timers cannot be stopped from another thread", which fails that test.
+        gc.collect()
 
 
 @pytest.fixture

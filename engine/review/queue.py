@@ -1,0 +1,232 @@
+"""The approval queue: answers that wait for an operator, kept as rows of the store's `approvals` table.
+
+Every change is one transaction on the store's thread together with its audit event (`review.enqueued`
+by the engine, `review.approved` / `review.rejected` by the operator), so the queue and the audit
+chain never disagree. The row keeps the whole Answer as JSON, so a decision can be made, and later
+checked, on exactly what the fleet said, after any number of restarts.
+"""
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..errors import InputError
+from ..store.db import Store
+from ..types import Answer, RiskTier, Verdict, to_jsonable
+from .policy import check_decision
+
+
+class ReviewStatus(str, enum.Enum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class ClaimSummary:
+    text: str
+    supported: bool
+    coverage: float
+    reason: str
+    citations: tuple[str, ...]
+    label: str = ""          # the verifiers' label (supported | refuted | not_enough_evidence) when the answer has one
+
+
+@dataclass(frozen=True)
+class CandidateSummary:
+    """One generator's answer as the queue shows it to the operator."""
+    agent_id: str
+    answer: str
+    support_rate: float
+    credibility: float
+    agreeing: tuple[str, ...]
+    claims: tuple[ClaimSummary, ...]
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    id: int
+    trace_id: str
+    question: str
+    tier: RiskTier
+    verdict: Verdict
+    status: ReviewStatus
+    why: str                                   # why it waits for an operator (needs_review)
+    created_at: float
+    answer_text: str                           # the answer the fleet gave ("" if it abstained or found nothing)
+    candidates_summary: tuple[CandidateSummary, ...]
+    decided_by: str = ""
+    reason: str = ""                           # the operator's reason (one of APPROVE_REASONS / REJECT_REASONS)
+    note: str = ""
+    decided_at: float | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)   # the whole Answer as JSON
+
+    @property
+    def pending(self) -> bool:
+        return self.status is ReviewStatus.PENDING
+
+    @property
+    def answer_reason(self) -> str:
+        """Why the fleet reached its verdict (the Answer's own reason)."""
+        return str(self.payload.get("reason", ""))
+
+    @property
+    def citations(self) -> tuple[Mapping[str, Any], ...]:
+        return tuple(c for c in self.payload.get("citations", ()) if isinstance(c, Mapping))
+
+
+_COLUMNS = ("id", "trace_id", "question", "tier", "verdict", "status", "why", "created_at", "payload",
+            "decided_by", "reason", "note", "decided_at")
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM approvals"
+# Pending first, oldest first (a queue); then decisions, newest first.
+_ORDER = ("ORDER BY status != 'pending', CASE WHEN status = 'pending' THEN created_at END, "
+          "decided_at DESC, id DESC")
+STATUS_FILTERS = ("pending", "approved", "rejected", "all")
+
+
+def _candidates(payload: Mapping[str, Any]) -> tuple[CandidateSummary, ...]:
+    """Read defensively: the Answer may grow fields, and old rows keep the shape they were written with."""
+    out = []
+    for cand in payload.get("candidates", ()) or ():
+        if not isinstance(cand, Mapping):
+            continue
+        generation = cand.get("generation") or {}
+        claims = []
+        for check in cand.get("checks", ()) or ():
+            claim = check.get("claim") or {}
+            claims.append(ClaimSummary(text=str(claim.get("text", "")), supported=bool(check.get("supported")),
+                                       coverage=float(check.get("coverage") or 0.0), reason=str(check.get("reason", "")),
+                                       citations=tuple(str(c) for c in claim.get("citations", ()) or ()),
+                                       label=str(check.get("label") or "")))
+        out.append(CandidateSummary(agent_id=str(cand.get("agent_id", "")), answer=str(generation.get("answer", "")),
+                                    support_rate=float(cand.get("support_rate") or 0.0),
+                                    credibility=float(cand.get("credibility") or 0.0),
+                                    agreeing=tuple(str(a) for a in cand.get("agreeing", ()) or ()),
+                                    claims=tuple(claims)))
+    return tuple(out)
+
+
+def _item(row: Sequence[Any]) -> ReviewItem:
+    values = dict(zip(_COLUMNS, row))
+    payload = json.loads(values["payload"])
+    return ReviewItem(id=values["id"], trace_id=values["trace_id"], question=values["question"],
+                      tier=RiskTier(values["tier"]), verdict=Verdict(values["verdict"]),
+                      status=ReviewStatus(values["status"]), why=values["why"], created_at=values["created_at"],
+                      answer_text=str(payload.get("answer", "")), candidates_summary=_candidates(payload),
+                      decided_by=values["decided_by"] or "", reason=values["reason"] or "", note=values["note"] or "",
+                      decided_at=values["decided_at"], payload=payload)
+
+
+def _item_id(item_id: Any) -> int:
+    if isinstance(item_id, bool):
+        raise InputError(f"review item id {item_id!r} is not a number")
+    try:
+        return int(str(item_id).strip().lstrip("#"))
+    except ValueError:
+        raise InputError(f"review item id {item_id!r} is not a number") from None
+
+
+class ReviewQueue:
+    """The queue on an open Store; every method runs on the store's thread."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # --- writes ----------------------------------------------------------------------------
+    async def enqueue(self, answer: Answer, why: str) -> int:
+        """Puts `answer` in front of an operator; returns the item's id. Idempotent per trace_id: asking
+        again for the same answer returns the existing id and writes nothing."""
+        if not why.strip():
+            raise InputError(f"answer {answer.trace_id} cannot be queued without saying why it needs review")
+        payload = json.dumps(to_jsonable(answer), ensure_ascii=False)
+        return await self._store.call(self._enqueue_sync, answer, why.strip(), payload)
+
+    def _enqueue_sync(self, answer: Answer, why: str, payload: str) -> int:
+        store = self._store
+
+        def write() -> int:
+            conn = store.db.conn
+            existing = conn.execute("SELECT id FROM approvals WHERE trace_id = ?", (answer.trace_id,)).fetchone()
+            if existing:
+                return existing[0]
+            cursor = conn.execute(
+                "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload) "
+                "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
+                (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, why, store.clock(), payload))
+            item_id = cursor.lastrowid
+            store.append_audit(answer.trace_id, "engine", "review.enqueued",
+                               {"id": item_id, "why": why, "tier": answer.tier.value, "verdict": answer.verdict.value})
+            return item_id
+        return store.transaction(write)
+
+    async def decide(self, item_id: int, approve: bool, operator: str, reason: str, note: str = "") -> ReviewItem:
+        """Approves or rejects a pending item; returns it as it now is. A decision is final.
+
+        Raises InputError for a reason not in APPROVE_REASONS / REJECT_REASONS, "other" without a note,
+        an empty operator name, an unknown id or an item that was already decided."""
+        reason, note = check_decision(approve, reason, note)
+        operator = " ".join(str(operator or "").split())
+        if not operator:
+            raise InputError("a decision needs the operator's name")
+        return await self._store.call(self._decide_sync, _item_id(item_id), bool(approve), operator, reason, note)
+
+    def _decide_sync(self, item_id: int, approve: bool, operator: str, reason: str, note: str) -> ReviewItem:
+        store = self._store
+        status = ReviewStatus.APPROVED if approve else ReviewStatus.REJECTED
+
+        def write() -> ReviewItem:
+            conn = store.db.conn
+            row = conn.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()
+            if row is None:
+                raise InputError(f"review item #{item_id} does not exist")
+            item = _item(row)
+            if not item.pending:
+                raise InputError(f"review item #{item_id} was already {item.status.value} by {item.decided_by} "
+                                 f"({item.reason}); a decision is final")
+            conn.execute("UPDATE approvals SET status = ?, decided_by = ?, reason = ?, note = ?, decided_at = ? "
+                         "WHERE id = ? AND status = 'pending'",
+                         (status.value, operator, reason, note, store.clock(), item_id))
+            store.append_audit(item.trace_id, operator, f"review.{status.value}",
+                               {"id": item_id, "reason": reason, "note": note})
+            return _item(conn.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone())
+        return store.transaction(write)
+
+    # --- reads -----------------------------------------------------------------------------
+    async def get(self, item_id: int) -> ReviewItem | None:
+        return await self._store.call(self._one_sync, "id", _item_id(item_id))
+
+    async def item_for(self, trace_id: str) -> ReviewItem | None:
+        """The item of the answer with this trace id, or None if that answer did not need review."""
+        return await self._store.call(self._one_sync, "trace_id", trace_id)
+
+    def _one_sync(self, column: str, value: Any) -> ReviewItem | None:
+        row = self._store.db.conn.execute(f"{_SELECT} WHERE {column} = ?", (value,)).fetchone()
+        return _item(row) if row else None
+
+    async def pending(self) -> list[ReviewItem]:
+        """Every pending item, oldest first."""
+        return await self._store.call(self._items_sync, ReviewStatus.PENDING.value, None)
+
+    async def items(self, status: str | None = None, limit: int | None = 100) -> list[ReviewItem]:
+        """Items with `status` (None or "all": every status), pending first (oldest first), then decisions
+        (newest first); at most `limit` (None: no limit)."""
+        status = None if status in (None, "all") else str(getattr(status, "value", status))
+        if status is not None and status not in STATUS_FILTERS:
+            raise InputError(f"unknown review status {status!r}; expected one of {', '.join(STATUS_FILTERS)}")
+        return await self._store.call(self._items_sync, status, limit)
+
+    def _items_sync(self, status: str | None, limit: int | None) -> list[ReviewItem]:
+        where, args = ("WHERE status = ?", [status]) if status else ("", [])
+        sql = f"{_SELECT} {where} {_ORDER} LIMIT ?"
+        rows = self._store.db.conn.execute(sql, [*args, -1 if limit is None else int(limit)]).fetchall()
+        return [_item(row) for row in rows]
+
+    async def counts(self) -> dict[str, int]:
+        """{"pending": n, "approved": n, "rejected": n}."""
+        return await self._store.call(self._counts_sync)
+
+    def _counts_sync(self) -> dict[str, int]:
+        rows = self._store.db.conn.execute("SELECT status, COUNT(*) FROM approvals GROUP BY status").fetchall()
+        return {s.value: 0 for s in ReviewStatus} | dict(rows)

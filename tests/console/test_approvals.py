@@ -1,0 +1,206 @@
+"""The Approvals panel: a valid Qt model over real review items, the inline decision form, and, on the
+real small fleet, a high-risk question that lands in the panel and is rejected from it."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+from PySide6.QtCore import Qt
+
+from console.app import serve
+from console.main_window import APPROVALS_TAB, FLEET_TAB, MainWindow
+from console.panels.approvals import REVIEW_COLUMNS, DecisionForm, ReviewModel, claim_mark, item_html
+from console.service import EngineService, Phase
+from engine import RiskTier, Verdict, to_jsonable
+from engine.review import REJECT_REASONS, ReviewItem, ReviewQueue, ReviewStatus
+from engine.store.db import Store
+
+from .answers import make_answer
+from .helpers import agent_processes_alive
+
+START_TIMEOUT_MS = 60_000
+ANSWER_TIMEOUT_MS = 30_000
+STOP_TIMEOUT_MS = 20_000
+COLUMN = {column.title: position for position, column in enumerate(REVIEW_COLUMNS)}
+
+
+def text(model, row, title):
+    return model.data(model.index(row, COLUMN[title]), Qt.ItemDataRole.DisplayRole)
+
+
+def queued_items(db_path) -> list[ReviewItem]:
+    """Three real items from the engine's queue: #1 and #2 pending, #3 rejected."""
+    async def build() -> list[ReviewItem]:
+        store = Store(db_path)
+        await store.open()
+        queue = ReviewQueue(store)
+        for n in (1, 2, 3):
+            await queue.enqueue(make_answer(trace_id=f"t{n}"), "high-risk question")
+        await queue.decide(3, False, "alice", "other", "three moons? <b>no</b>")
+        items = await queue.items()
+        await store.aclose()
+        return items
+    return asyncio.run(build())
+
+
+def enqueue_sync(db_path, answer, why: str = "high-risk question") -> None:
+    """Writes a pending item before the console starts (as an earlier session would have)."""
+    store = Store(db_path)
+    store.open_sync()
+    ReviewQueue(store)._enqueue_sync(answer, why, json.dumps(to_jsonable(answer)))
+    store.close_sync()
+
+
+def test_review_model_passes_qt_model_tester_and_keeps_queue_order(qtmodeltester, db_path):
+    pending_1, pending_2, rejected_3 = queued_items(db_path)
+    model = ReviewModel()
+    model.set_items([pending_1, rejected_3])
+    qtmodeltester.check(model, force_py=True)
+    assert [text(model, r, "#") for r in range(2)] == ["1", "3"]
+    assert text(model, 0, "Status") == "pending" and text(model, 1, "Status") == "rejected"
+    assert text(model, 0, "Tier") == "high" and text(model, 0, "Why") == "high-risk question"
+    assert text(model, 0, "Question") == "What are the moons of Mars?"
+    assert text(model, 0, "Answer / verdict") == "Mars has two moons, Phobos and Deimos."
+    tooltip = model.data(model.index(1, COLUMN["Status"]), Qt.ItemDataRole.ToolTipRole)
+    assert tooltip == "rejected by alice: other — three moons? <b>no</b>"
+
+    # The tester stays connected and checks every change below (a second check() would connect it twice).
+    assert model.upsert(pending_2) == 1                 # a new pending item goes after the pending ones
+    assert [text(model, r, "#") for r in range(3)] == ["1", "2", "3"]
+    approved = dataclasses.replace(pending_2, status=ReviewStatus.APPROVED, decided_by="bob",
+                                   reason="matches operator knowledge", decided_at=2e9)
+    assert model.upsert(approved) == 1                  # a decision replaces its row in place
+    assert text(model, 1, "Status") == "approved" and model.count(ReviewStatus.PENDING) == 1
+
+    model.set_items([pending_1, pending_2, rejected_3])  # a stale read does not undo a decision seen since
+    assert model.record(model.row_of(2)).status is ReviewStatus.APPROVED
+    qtmodeltester.check(model, force_py=True)
+
+
+def test_detail_shows_candidates_and_claims_escaped(db_path):
+    rejected = queued_items(db_path)[2]
+    page = item_html(rejected)
+    assert "gen-liar" in page and "Mars has three moons." in page
+    assert "According to a 2023 survey, Mars has a third moon." in page and "✓" in page
+    assert "not enough evidence — cites chunks not in the context" in page and "Moons of Mars" in page
+    liar = rejected.candidates_summary[1]
+    assert [claim_mark(c)[0] for c in liar.claims] == ["?", "?"]       # not backed by their evidence
+    assert claim_mark(dataclasses.replace(liar.claims[0], label="refuted"))[0] == "✗"
+    assert "three moons? &lt;b&gt;no&lt;/b&gt;" in page and "<b>no</b>" not in page   # agents' and notes' text is data
+
+
+def test_decision_form_needs_a_note_for_other_and_cancels_on_escape(qtbot, db_path):
+    item = queued_items(db_path)[0]
+    form = DecisionForm()
+    qtbot.addWidget(form)
+    form.show()
+    confirmed = []
+    form.sig_confirmed.connect(lambda *args: confirmed.append(args))
+    form.open_for(item, approve=False)
+    assert form.isVisible() and form.confirm.text() == "Reject"
+    assert [form.reason.itemText(i) for i in range(form.reason.count())] == list(REJECT_REASONS)
+    form.reason.setCurrentText("other")
+    assert not form.confirm.isEnabled() and "needs a note" in form.hint.text()
+    form.submit()
+    assert confirmed == []
+    qtbot.keyClicks(form.note, "a made-up moon")
+    assert form.confirm.isEnabled()
+    qtbot.keyClick(form.note, Qt.Key.Key_Return)
+    assert confirmed == [(item.id, False, "other", "a made-up moon")]
+    assert form.saving and not form.confirm.isEnabled() and not form.note.isEnabled()
+    form.failed("review item #1 was already approved")
+    assert not form.saving and form.confirm.isEnabled() and "already approved" in form.hint.text()
+    qtbot.keyClick(form.note, Qt.Key.Key_Escape)
+    assert not form.isVisible()
+
+
+def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_event(qtbot, qasync_loop, engine,
+                                                                                    db_path):
+    # An item left pending by an earlier session is read from the database when the engine is ready.
+    enqueue_sync(db_path, dataclasses.replace(make_answer(Verdict.ABSTAINED, "", trace_id="earlier"),
+                                              tier=RiskTier.MEDIUM), "no consistent conclusion on a medium-risk question")
+    service = EngineService(engine)
+    service.operator = "tester"
+    window = MainWindow(service)
+    qtbot.addWidget(window)
+    errors, failures = [], []
+    service.sig_error.connect(errors.append)
+    service.sig_review_failed.connect(lambda item_id, message: failures.append((item_id, message)))
+    panel, tabs = window.approvals_panel, window.top_tabs
+    assert tabs.tabText(FLEET_TAB) == "Fleet" and tabs.tabText(APPROVALS_TAB) == "Approvals"
+
+    run = qasync_loop.create_task(serve(window, service))
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(service.sig_reviews_loaded, timeout=START_TIMEOUT_MS):
+        pass
+    assert panel.model.rowCount() == 1 and tabs.tabText(APPROVALS_TAB) == "Approvals (1 pending)"
+    assert tabs.tabBar().tabTextColor(APPROVALS_TAB).name() == "#c62828"
+
+    window.ask_panel.question.setText("What are the moons of Mars?")
+    window.ask_panel.tier.setCurrentText("high")
+    with qtbot.waitSignal(service.sig_answer, timeout=ANSWER_TIMEOUT_MS) as got:
+        window.ask_panel.submit()
+    answer = got.args[0]
+    assert answer.tier is RiskTier.HIGH and "Phobos" in answer.answer
+    assert tabs.tabText(APPROVALS_TAB) == "Approvals (2 pending)"
+    row = panel.model.row_of(2)
+    assert row == 1                                          # after the earlier pending item
+    item = panel.model.record(row)
+    assert (item.trace_id, item.status, item.why) == (answer.trace_id, ReviewStatus.PENDING, "high-risk question")
+
+    window.show_approvals()
+    assert tabs.currentIndex() == APPROVALS_TAB
+    assert window.splitter.sizes()[0] >= 300                 # the queue gets room for the detail and the form
+    assert panel.select_item(2)
+    assert "gen-liar" in panel.detail.toPlainText() and "Candidate answers (3)" in panel.detail.toPlainText()
+    assert panel.approve_button.isEnabled() and panel.reject_button.isEnabled()
+
+    qtbot.mouseClick(panel.reject_button, Qt.MouseButton.LeftButton)
+    form = panel.form
+    assert form.isVisible() and form.item_id == 2 and not panel.actions.isVisible()    # the form takes their place
+    form.reason.setCurrentText("other")
+    assert not form.confirm.isEnabled()                      # "other" needs a note
+    form.reason.setCurrentText("factually wrong")
+    with qtbot.waitSignal(service.sig_review_changed, timeout=ANSWER_TIMEOUT_MS) as changed:
+        qtbot.mouseClick(form.confirm, Qt.MouseButton.LeftButton)
+    decided = changed.args[0]
+    assert (decided.id, decided.status, decided.decided_by, decided.reason) == (
+        2, ReviewStatus.REJECTED, "tester", "factually wrong")
+    assert panel.model.row_of(2) == row and panel.model.record(row).status is ReviewStatus.REJECTED   # in place
+    assert panel.current_item().id == 2 and text(panel.model, row, "Status") == "rejected"
+    assert not form.isVisible() and panel.actions.isVisible()
+    assert not panel.approve_button.isEnabled() and not panel.reject_button.isEnabled()
+    assert "rejected by tester: factually wrong" in panel.message.text()
+    assert tabs.tabText(APPROVALS_TAB) == "Approvals (1 pending)"
+
+    # A second decision on the same item is refused by the engine; the panel says so and the row stays rejected.
+    with qtbot.waitSignal(service.sig_review_failed, timeout=ANSWER_TIMEOUT_MS):
+        service.decide(2, True, "matches operator knowledge")
+    assert failures == [(2, "review item #2 was already rejected by tester (factually wrong); a decision is final")]
+    assert "already rejected" in panel.message.text()
+    qtbot.waitUntil(lambda: not any(t.get_name() == "review.decide" for t in asyncio.all_tasks(qasync_loop)),
+                    timeout=5_000)
+    assert panel.model.record(row).status is ReviewStatus.REJECTED
+
+    window.close()
+    qtbot.waitUntil(run.done, timeout=STOP_TIMEOUT_MS)
+    assert run.result() == 0 and service.phase is Phase.STOPPED
+    assert agent_processes_alive(engine) == []
+    assert errors == []
+
+    store = Store(db_path)
+    store.open_sync()
+    try:
+        count = store.verify_audit_sync()
+        rows = list(store.db.query("SELECT actor, type, payload, trace_id FROM audit WHERE type LIKE 'review.%' "
+                                   "ORDER BY seq"))
+        status = store.db.conn.execute("SELECT status, decided_by, reason FROM approvals WHERE id = 2").fetchone()
+    finally:
+        store.close_sync()
+    assert count > len(rows)
+    assert [(r["actor"], r["type"], r["trace_id"]) for r in rows] == [
+        ("engine", "review.enqueued", "earlier"), ("engine", "review.enqueued", answer.trace_id),
+        ("tester", "review.rejected", answer.trace_id)]
+    assert json.loads(rows[-1]["payload"]) == {"id": 2, "reason": "factually wrong", "note": ""}
+    assert status == ("rejected", "tester", "factually wrong")
