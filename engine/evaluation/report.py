@@ -10,6 +10,7 @@ from .plot import write_grouped_bars
 from .runner import DEFENCE, METHODS, RunResult
 
 COLUMNS = (("context_asr", "ctx_asr"), ("poison_share", "poison"), ("answer_asr", "ans_asr"),
+           ("answer_asr_unnamed", "ans_asr*"),
            ("answer_accuracy", "ans_acc"), ("clean_recall_at_k", "recall@k"), ("anomaly_fpr", "anom_fpr"),
            ("anomaly_tpr", "anom_tpr"), ("abstention_rate", "abstain"),
            ("answer_from_attack", "ans_from_atk"),
@@ -19,6 +20,8 @@ LEGEND = {
     "context_asr": "share of questions with any attack text (poison or tampered) in the final top K",
     "poison_share": "attack chunks / context chunks, averaged over questions",
     "answer_asr": "the extractive answer on the final context contains the incorrect (target) answer",
+    "answer_asr_unnamed": ("answer_asr over the questions that do not name the incorrect answer themselves "
+                           "(a sentence answering 'A or B?' names both, attack or not)"),
     "answer_accuracy": "the extractive answer contains a correct answer (token match, word boundaries)",
     "clean_recall_at_k": "share of the question's gold (supporting) passages in the final top K, averaged",
     "anomaly_fpr": ("defence only: clean chunks with any anomaly flag / clean chunks in context + excluded "

@@ -79,3 +79,11 @@ def test_aggregate_means_pooled_anomaly_rates_and_percentiles():
     baseline = aggregate([clean], defence=False)
     assert baseline["anomaly_fpr"] is None and baseline["abstention_rate"] == 0
     assert baseline["suspect_precision"] is None and baseline["anomaly_tpr"] is None
+
+
+def test_answer_asr_unnamed_leaves_out_questions_that_name_the_target():
+    from engine.evaluation.metrics import Row, aggregate
+    named = Row("a", "m", [], 0, 5, "x", "attacked", False, 0.0, True, False, False, 1.0, False, 1.0, target_named=True)
+    clean = Row("b", "m", [], 0, 5, "x", "wrong", False, 0.0, False, False, False, 1.0, False, 1.0)
+    summary = aggregate([named, clean], defence=True)
+    assert summary["answer_asr"] == 0.5 and summary["answer_asr_unnamed"] == 0.0
