@@ -173,7 +173,11 @@ class Store:
             self._append_audit(answer.trace_id, "engine", "question.decided",
                                {"question": answer.question, "tier": answer.tier.value, "verdict": answer.verdict.value,
                                 "answer": answer.answer, "reason": answer.reason,
-                                "citations": [c.chunk_id for c in answer.citations]})
+                                "citations": [c.chunk_id for c in answer.citations],
+                                "kept_out": [c.chunk.id for c in answer.excluded
+                                             if c.explanation and c.explanation.flags],
+                                "suspects": [agent for agent, _ in answer.suspects],
+                                "challenges": {c.agent_id: c.challenge for c in answer.candidates if c.challenge}})
         self._transaction(write)
 
     async def record_answer(self, answer: Answer) -> None:

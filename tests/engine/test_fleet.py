@@ -113,3 +113,15 @@ async def test_verifier_agents_vote_and_a_lying_one_is_outvoted(tmp_path, db_pat
     assert any("ver-honest" in k.reason for k in chosen.checks)
     liar = next(c for c in answer.candidates if c.agent_id == "gen-liar")
     assert liar.support_rate == 0
+
+
+async def test_the_decision_audit_event_records_suspects_kept_out_passages_and_challenges(small_fleet_file, db_path,
+                                                                                          cache_dir):
+    import json
+    async with Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
+        answer = await engine.ask("What are the moons of Mars?")
+        row = engine.store.db.conn.execute(
+            "SELECT payload FROM audit WHERE trace_id = ? AND type = 'question.decided'", [answer.trace_id]).fetchone()
+    payload = json.loads(row[0])
+    assert payload["suspects"] == ["ret-rogue"] and payload["kept_out"]
+    assert payload["challenges"]["gen-liar"].startswith("failed")
