@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from . import generation_metrics as gm
 from .generation import GenerationResult
 from .plot import write_grouped_bars
-from .report import cell, format_table, settings_lines
+from .report import cell, format_table, output_paths, settings_lines
 
 COLUMNS = (("byzantine_claim_recall", "recall"), ("byzantine_false_claims", "false_claims"),
            ("byzantine_claim_precision", "precision"), ("honest_false_flag_rate", "honest_ffr"),
@@ -112,13 +112,8 @@ def example_lines(result: GenerationResult) -> list[str]:
 
 def write_outputs(result: GenerationResult, settings: Mapping[str, Any], json_path: Path,
                   questions: Mapping[str, str] | None = None) -> dict[str, Path]:
-    json_path = Path(json_path)
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    stem = json_path.with_suffix("")
-    paths = {"json": json_path, "markdown": stem.with_suffix(".md"), "svg": stem.with_suffix(".svg"),
-             "cases": Path(f"{stem}.cases.jsonl")}
     data = summary(result, settings)
-    json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths = output_paths(json_path, data)
 
     groups = list(result.profiles) + [gm.CLEAN]
     metrics = {**result.by_profile, gm.CLEAN: result.clean}
@@ -136,7 +131,7 @@ def write_outputs(result: GenerationResult, settings: Mapping[str, Any], json_pa
                 fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     lines = [f"# Trusted-generation evaluation: {result.n_questions} questions", "",
-             f"JSON: `{json_path.name}` · per-question rows: `{paths['cases'].name}`", "",
+             f"JSON: `{paths['json'].name}` · per-question rows: `{paths['cases'].name}`", "",
              "Per question: the context is the question's own HotpotQA paragraphs ranked by the dense retriever and "
              "cut to the top k; two honest extractive generators and one Byzantine generator (its id drawn per "
              "question) answer; `adjudicate` decides. Clean: three honest generators.", "",

@@ -99,15 +99,20 @@ def print_tables(result: RunResult, stream) -> None:
     stream.flush()
 
 
-def write_outputs(result: RunResult, settings: Mapping[str, Any], json_path: Path,
-                  questions: Mapping[str, str] | None = None) -> dict[str, Path]:
+def output_paths(json_path: Path, data: Mapping[str, Any]) -> dict[str, Path]:
+    """Writes the JSON summary and names the report, plot and per-question files beside it."""
     json_path = Path(json_path)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     stem = json_path.with_suffix("")
-    paths = {"json": json_path, "markdown": stem.with_suffix(".md"), "svg": stem.with_suffix(".svg"),
-             "cases": Path(f"{stem}.cases.jsonl")}
-    data = summary(result, settings)
     json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return {"json": json_path, "markdown": stem.with_suffix(".md"), "svg": stem.with_suffix(".svg"),
+            "cases": Path(f"{stem}.cases.jsonl")}
+
+
+def write_outputs(result: RunResult, settings: Mapping[str, Any], json_path: Path,
+                  questions: Mapping[str, str] | None = None) -> dict[str, Path]:
+    data = summary(result, settings)
+    paths = output_paths(json_path, data)
 
     methods = [m for m in METHODS if m in next(iter(result.metrics.values()))]
     series = []
@@ -131,7 +136,7 @@ def write_outputs(result: RunResult, settings: Mapping[str, Any], json_path: Pat
                     fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     lines = [f"# Retrieval evaluation: {title}", "",
-             f"JSON: `{json_path.name}` · per-question rows: `{paths['cases'].name}`", "", "## Settings", ""]
+             f"JSON: `{paths['json'].name}` · per-question rows: `{paths['cases'].name}`", "", "## Settings", ""]
     lines += settings_lines(settings)
     lines += ["", f"Wall time: {', '.join(f'{k} {v} s' for k, v in result.timings_s.items())}", ""]
     for form, metrics in result.metrics.items():
