@@ -135,12 +135,11 @@ class Engine:
 
     async def ask(self, question: str, tier: RiskTier = RiskTier.MEDIUM) -> Answer:
         answer = await self.pipeline.ask(question, tier)
-        await self.store.record_answer(answer)
         why = needs_review(answer)
-        item = None
-        if why:
-            item_id = await self.review.enqueue(answer, why)
-            item = await self.review.get(item_id)
+        # The answer and, where it needs one, its review item commit in one transaction.
+        item_id = await self.store.record_answer(answer, also=self.review.insert_in_transaction(answer, why)
+                                                 if why else None)
+        item = await self.review.get(item_id) if item_id is not None else None
         for outcome in answer.agents:
             self._emit(Event("fleet.agent", answer.trace_id, {"view": self.registry.get(outcome.agent_id)},
                              self.clock()))

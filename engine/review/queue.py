@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
 from ..store.db import Store
@@ -138,28 +138,30 @@ class ReviewQueue:
     async def enqueue(self, answer: Answer, why: str) -> int:
         """Puts `answer` in front of an operator; returns the item's id. Idempotent per trace_id: asking
         again for the same answer returns the existing id and writes nothing."""
+        return await self._store.call(self._store.transaction, self.insert_in_transaction(answer, why))
+
+    def insert_in_transaction(self, answer: Answer, why: str) -> Callable[[], int]:
+        """The enqueue write, to run inside a transaction the caller already holds (see
+        Store.record_answer): the answer and its queue item commit together."""
         if not why.strip():
             raise InputError(f"answer {answer.trace_id} cannot be queued without saying why it needs review")
         payload = json.dumps(to_jsonable(answer), ensure_ascii=False)
-        return await self._store.call(self._enqueue_sync, answer, why.strip(), payload)
+        return lambda: self._insert(answer, why.strip(), payload)
 
-    def _enqueue_sync(self, answer: Answer, why: str, payload: str) -> int:
+    def _insert(self, answer: Answer, why: str, payload: str) -> int:
         store = self._store
-
-        def write() -> int:
-            conn = store.db.conn
-            existing = conn.execute("SELECT id FROM approvals WHERE trace_id = ?", (answer.trace_id,)).fetchone()
-            if existing:
-                return existing[0]
-            cursor = conn.execute(
-                "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload) "
-                "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
-                (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, why, store.clock(), payload))
-            item_id = cursor.lastrowid
-            store.append_audit(answer.trace_id, "engine", "review.enqueued",
-                               {"id": item_id, "why": why, "tier": answer.tier.value, "verdict": answer.verdict.value})
-            return item_id
-        return store.transaction(write)
+        conn = store.db.conn
+        existing = conn.execute("SELECT id FROM approvals WHERE trace_id = ?", (answer.trace_id,)).fetchone()
+        if existing:
+            return existing[0]
+        cursor = conn.execute(
+            "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload) "
+            "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
+            (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, why, store.clock(), payload))
+        item_id = cursor.lastrowid
+        store.append_audit(answer.trace_id, "engine", "review.enqueued",
+                           {"id": item_id, "why": why, "tier": answer.tier.value, "verdict": answer.verdict.value})
+        return item_id
 
     async def decide(self, item_id: int, approve: bool, operator: str, reason: str, note: str = "") -> ReviewItem:
         """Approves or rejects a pending item; returns it as it now is. A decision is final.

@@ -153,10 +153,13 @@ class Store:
     async def audit(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
         return await self._run(self.audit_sync, trace_id, actor, type_, payload)
 
-    def record_answer_sync(self, answer: Answer) -> None:
+    def record_answer_sync(self, answer: Answer, also: Callable[[], T] | None = None) -> T | None:
+        """Writes the answer, its agent calls and their audit events in one transaction; `also`, if
+        given, runs inside that same transaction (the review queue's insert), so a crash can never
+        leave a recorded answer without the queue item it needed."""
         data = to_jsonable(answer)
 
-        def write() -> None:
+        def write() -> T | None:
             conn = self.db.conn
             conn.execute("INSERT INTO questions VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, answer.answer,
@@ -178,10 +181,11 @@ class Store:
                                              if c.explanation and c.explanation.flags],
                                 "suspects": [agent for agent, _ in answer.suspects],
                                 "challenges": {c.agent_id: c.challenge for c in answer.candidates if c.challenge}})
-        self._transaction(write)
+            return also() if also else None
+        return self._transaction(write)
 
-    async def record_answer(self, answer: Answer) -> None:
-        await self._run(self.record_answer_sync, answer)
+    async def record_answer(self, answer: Answer, also: Callable[[], T] | None = None) -> T | None:
+        return await self._run(self.record_answer_sync, answer, also)
 
     # --- reads -----------------------------------------------------------------------------
     def agent_stats_sync(self) -> dict[str, dict[str, float]]:

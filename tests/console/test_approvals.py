@@ -12,7 +12,7 @@ from console.app import serve
 from console.main_window import APPROVALS_TAB, FLEET_TAB, MainWindow
 from console.panels.approvals import REVIEW_COLUMNS, DecisionForm, ReviewModel, claim_mark, item_html
 from console.service import EngineService, Phase
-from engine import RiskTier, Verdict, to_jsonable
+from engine import RiskTier, Verdict
 from engine.review import REJECT_REASONS, ReviewItem, ReviewQueue, ReviewStatus
 from engine.store.db import Store
 
@@ -48,7 +48,7 @@ def enqueue_sync(db_path, answer, why: str = "high-risk question") -> None:
     """Writes a pending item before the console starts (as an earlier session would have)."""
     store = Store(db_path)
     store.open_sync()
-    ReviewQueue(store)._enqueue_sync(answer, why, json.dumps(to_jsonable(answer)))
+    store.transaction(ReviewQueue(store).insert_in_transaction(answer, why))
     store.close_sync()
 
 

@@ -190,7 +190,7 @@ def test_a_decision_rolls_back_with_its_audit_row(db_path):
     store.open_sync()
     queue = ReviewQueue(store)
     answer = make_answer()
-    item_id = queue._enqueue_sync(answer, "high-risk question", json.dumps(to_jsonable(answer)))
+    item_id = store.transaction(queue.insert_in_transaction(answer, "high-risk question"))
     original = store.append_audit
 
     def failing_audit(*args, **kwargs):
@@ -348,3 +348,22 @@ async def test_a_high_risk_answer_waits_for_an_operator_across_an_engine_restart
         types = [r["type"] for r in audit_rows(restarted.store)]
         assert types.count("review.enqueued") == 1 and types.index("question.decided") < types.index("review.enqueued")
         assert restarted.store.verify_audit_sync() == len(types)
+
+
+def test_an_answer_and_its_review_item_commit_together_or_not_at_all(db_path):
+    """A failure in the queue insert rolls the recorded answer back too: no answer that needed
+    review is ever stored without its item."""
+    store = Store(db_path)
+    store.open_sync()
+    queue = ReviewQueue(store)
+    answer = make_answer()
+
+    def failing_insert():
+        raise RuntimeError("disk full")
+    with pytest.raises(RuntimeError):
+        store.record_answer_sync(answer, also=failing_insert)
+    assert store.recent_questions_sync() == []
+    item_id = store.record_answer_sync(answer, also=queue.insert_in_transaction(answer, "high-risk question"))
+    assert store.recent_questions_sync()[0]["trace_id"] == answer.trace_id and item_id == 1
+    assert store.verify_audit_sync() > 0
+    store.close_sync()
