@@ -6,7 +6,6 @@ without reading code. Unknown keys are errors: a typo must never silently fall b
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -303,13 +302,3 @@ def load_fleet(path: Path | None = None, corpus_dir: Path | None = None) -> Flee
     if not Path(corpus_dir).is_dir():
         raise ConfigError(file, "corpus", f"corpus folder {corpus_dir} does not exist")
     return FleetConfig(path=path.resolve(), agents=agents, corpus_dir=Path(corpus_dir).resolve())
-
-
-def is_loopback(url: str) -> bool:
-    host = urlparse(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

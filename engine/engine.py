@@ -22,7 +22,7 @@ from .retrieval.secure import SecureRetrieval
 from .review import ReviewItem, ReviewQueue, needs_review
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.db import Store
-from .types import Answer, AgentState, Event, RiskTier
+from .types import AgentKind, AgentState, Answer, Event, RiskTier
 
 Listener = Callable[[Event], None]
 
@@ -106,7 +106,7 @@ class Engine:
     async def _check_external(self, view: AgentView) -> None:
         """External agents are only marked down if they do not answer /health."""
         try:
-            if view.spec.kind.value == "quorum-http":
+            if view.spec.kind is AgentKind.QUORUM_HTTP:
                 await self.client.health(view.spec, view.url)
             self._on_agent_state(view.spec.id, AgentState.UP, view.url, "external")
         except AgentError as exc:

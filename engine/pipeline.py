@@ -18,7 +18,7 @@ from .errors import AgentError, InputError
 from .generation.adjudicate import Decision, adjudicate
 from .registry import AgentRegistry, AgentView
 from .retrieval.secure import SecureRetrieval
-from .types import Answer, Chunk, Citation, Event, RiskTier, Role, Verdict
+from .types import AgentKind, Answer, Chunk, Citation, Event, RiskTier, Role, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[Event], None]
@@ -67,7 +67,7 @@ class Pipeline:
 
         async def ask(candidate, check):
             view = self.registry.get(candidate.agent_id)
-            if not view.url or view.spec.kind.value != "quorum-http":
+            if not view.url or view.spec.kind is not AgentKind.QUORUM_HTTP:
                 return candidate.agent_id, "not asked: the agent does not speak the challenge protocol"
             try:
                 quote, cited = await asyncio.wait_for(self.client.challenge(

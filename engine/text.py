@@ -49,6 +49,12 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 
+def coverage(claim: str, evidence: str) -> float:
+    """Share of a claim's content words that the evidence text contains (0 for a claim with none)."""
+    wanted = set(content_words(claim))
+    return len(wanted & set(content_words(evidence))) / len(wanted) if wanted else 0.0
+
+
 def jaccard(a: set[str], b: set[str]) -> float:
     if not a and not b:
         return 1.0

