@@ -118,8 +118,10 @@ def answer_json(answer) -> dict:
         "agents": [{"id": a.agent_id, "role": a.role.value, "status": a.status.value, "latency_ms": a.latency_ms,
                     "error": a.error} for a in answer.agents],
         "candidates": [{"agent_id": c.agent_id, "answer": c.generation.answer, "support_rate": c.support_rate,
-                        "credibility": c.credibility, "agreeing": list(c.agreeing),
-                        "checks": [{"claim": k.claim.text, "supported": k.supported, "reason": k.reason}
+                        "credibility": c.credibility, "consistency": c.consistency, "agreeing": list(c.agreeing),
+                        "challenge": c.challenge,
+                        "checks": [{"claim": k.claim.text, "supported": k.supported, "label": k.label.value,
+                                    "origin": k.origin, "reason": k.reason}
                                    for k in c.checks]} for c in answer.candidates],
         "context": [{"chunk_id": c.chunk.id, "score": c.score, "supported_by": list(c.supported_by),
                      "disputed_by": list(c.disputed_by)} for c in answer.context],
