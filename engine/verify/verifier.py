@@ -19,6 +19,7 @@ import numpy as np
 
 from ..text import content_words, coverage, negation_count, numbers, sentences
 from ..types import Chunk, ClaimLabel
+from .alignment import conflicts, names_every_entity
 
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 
@@ -63,10 +64,25 @@ class EvidenceVerifier:
             return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "cites nothing in the context", self.name)
         if not content_words(claim):
             return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "states nothing checkable", self.name)
-        text = " ".join(c.text for c in evidence)
+        texts = [c.text for c in evidence]
+        text = " ".join(texts)
         covered = coverage(claim, text)
-        best, alignment = self._best_sentence(claim, [s for c in evidence for s in sentences(c.text)])
-        # Exact checks against the sentence that says (nearly) the same thing.
+        ranked = self._ranked_sentences(claim, [s for c in evidence for s in sentences(c.text)])
+        best, alignment = ranked[0] if ranked else ("", 0.0)
+        if alignment >= self.alignment:
+            # The claim mirrors a sentence: compare it with that sentence, slot by slot. A sentence
+            # it mirrors without any change wins over a closer one it contradicts (a true claim can
+            # sit next to a similar sentence about something else).
+            aligned = [(sentence, score) for sentence, score in ranked[:3] if score >= self.alignment]
+            found = [(sentence, score, conflicts(claim, sentence, texts)) for sentence, score in aligned]
+            clean = [(sentence, score) for n, (sentence, score, conflict) in enumerate(found)
+                     if not conflict and (n == 0 or names_every_entity(claim, sentence, texts))]
+            if clean:
+                best, alignment = clean[0]
+            else:
+                sentence, score, conflict = found[0]
+                return Judgement(ClaimLabel.REFUTED, round(score, 3),
+                                 "; ".join(c.describe() for c in conflict) + f" (\"{_short(sentence)}\")", self.name)
         other_numbers = numbers(claim) - numbers(text)
         if other_numbers and numbers(best) and alignment >= self.alignment:
             return Judgement(ClaimLabel.REFUTED, round(alignment, 3),
@@ -89,9 +105,10 @@ class EvidenceVerifier:
                          f"only {covered:.0%} of its words are in the evidence (closest sentence at {alignment:.2f})",
                          self.name)
 
-    def _best_sentence(self, claim: str, candidates: list[str]) -> tuple[str, float]:
+    def _ranked_sentences(self, claim: str, candidates: list[str]) -> list[tuple[str, float]]:
+        """Evidence sentences by alignment with the claim, best first."""
         if not candidates:
-            return "", 0.0
+            return []
         if self.embedder is None:
             wanted = set(content_words(claim))
             scores = [len(wanted & set(content_words(s))) / max(1, len(wanted | set(content_words(s))))
@@ -103,8 +120,12 @@ class EvidenceVerifier:
             matrix = np.asarray(self.embedder.embed_passages(candidates + [claim]))
             cosines = matrix[:-1] @ matrix[-1]
             scores = list((cosines - floor) / (1.0 - floor))
-        i = int(np.argmax(scores))
-        return candidates[i], float(scores[i])
+        order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+        return [(candidates[i], float(scores[i])) for i in order]
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def build_verifier(cache_dir) -> EvidenceVerifier:

