@@ -113,7 +113,7 @@ class SecureRetrieval:
         for i, p in enumerate(passages):
             if p.key in disputed_keys:
                 marks.flags[i].add("disputed")
-                marks.notes[i] = "another text under the same id has more support"
+                marks.notes[i] = "another text under the same id has as much support or more"
             if not internally_consistent(p.chunk.text):
                 marks.flags[i].add("inconsistent")
         labels = np.full(len(passages), -1)
@@ -164,7 +164,9 @@ class SecureRetrieval:
     # --- steps -----------------------------------------------------------------------------
     @staticmethod
     def _id_disputes(cleaned: Mapping[str, list[Chunk]], reputations: Mapping[str, float]):
-        """Same id, different text: the text with more weight behind it wins; the rest are disputed."""
+        """Same id, different text: the text with strictly more weight behind it wins and the rest are
+        disputed; on a tie no text wins (all are disputed), so the order in which retrievers answered
+        never decides which text is the honest one."""
         by_id: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         for agent, chunks in cleaned.items():
             for chunk in chunks:
@@ -173,8 +175,10 @@ class SecureRetrieval:
         id_disputes: dict[tuple[str, str], set[str]] = {}   # (id, text hash) -> agents that sent another text
         for chunk_id, variants in by_id.items():
             if len(variants) > 1:
-                ranked = sorted(variants.items(), key=lambda kv: -sum(reputations.get(a, 1.0) for a in kv[1]))
-                disputed_keys.update(key for key, _ in ranked[1:])
+                weight = {key: sum(reputations.get(a, 1.0) for a in agents) for key, agents in variants.items()}
+                ranked = sorted(variants.items(), key=lambda kv: (-weight[kv[0]], kv[0]))
+                tied = weight[ranked[0][0]] <= weight[ranked[1][0]]
+                disputed_keys.update(key for key, _ in (ranked if tied else ranked[1:]))
                 for key, _ in ranked:
                     id_disputes[(chunk_id, key)] = {a for other, agents in ranked if other != key for a in agents}
         return disputed_keys, id_disputes

@@ -36,6 +36,16 @@ def test_edited_copy_under_the_same_id_is_outvoted_and_its_sender_suspected(secu
     assert [s.agent_id for s in result.suspects] == ["rogue"]
 
 
+def test_a_tie_under_one_id_lets_neither_text_in_whichever_retriever_answered_first(secure):
+    edited = Chunk("moons#0", MOONS.text.replace("1877", "1881"))
+    for replies in ({"rogue": (edited, VOLCANO), "a": (MOONS, ROVER)},
+                    {"a": (MOONS, ROVER), "rogue": (edited, VOLCANO)}):
+        result = secure.run(QUESTION, replies)
+        assert "moons#0" not in ids(result.context)
+        disputed = [c for c in result.excluded if c.chunk.id == "moons#0"]
+        assert len(disputed) == 2 and all("disputed" in c.explanation.flags for c in disputed)
+
+
 def test_tampered_near_copy_under_a_new_id_is_flagged(secure):
     copy = Chunk("copy#0", MOONS.text.replace("Asaph Hall", "Percival Lowell"))
     result = secure.run(QUESTION, {"a": (MOONS, VOLCANO), "b": (MOONS, ROVER), "c": (MOONS, copy)})
