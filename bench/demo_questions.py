@@ -1,6 +1,12 @@
 """Asks every demo question on the built-in fleet and reports accuracy, verdicts and latency.
 
-    .venv/bin/python bench/demo_questions.py [--fleet F] [--tier medium] [--out reports/demo_questions.json]
+    .venv/bin/python bench/demo_questions.py [--fleet F] [--settings S] [--tier medium] [--out reports/demo_questions.json]
+
+engine_ms is what the defence costs per question where users pay it: secure retrieval plus
+adjudication, in the product path (real agent processes, the engine's embedding cache warmed on the
+corpus at start as the console does; a tampering agent's texts and new claims are embedded while
+the question waits). The cost target: engine_ms p50 <= 150 ms with 5 retrievers x 10 chunks
+(`--fleet bench/fleet_5x10.toml --settings bench/engine_5x10.toml`).
 
 An answer counts as correct when it contains one of the question's gold strings; an abstention
 counts separately (not correct, not wrong).
@@ -31,7 +37,7 @@ async def run(args) -> dict:
     questions = [json.loads(line) for line in (ROOT / "resources" / "demo_questions.jsonl").read_text().splitlines()
                  if line.strip()]
     workdir = Path(tempfile.mkdtemp(prefix="quorum-bench-"))
-    engine = Engine(load_fleet(args.fleet), load_settings(), db_path=workdir / "bench.db",
+    engine = Engine(load_fleet(args.fleet), load_settings(args.settings), db_path=workdir / "bench.db",
                     cache_dir=args.cache_dir or workdir / "cache")
     started = time.perf_counter()
     rows = []
@@ -45,7 +51,9 @@ async def run(args) -> dict:
             total_ms = sum(answer.timings_ms.values())
             rows.append({"id": q["id"], "tier": tier.value, "verdict": answer.verdict.value, "correct": correct,
                          "answer": answer.answer, "gold": q["answers"], "ms": total_ms,
-                         "engine_ms": answer.timings_ms.get("secure_retrieval", 0) + answer.timings_ms.get("adjudicate", 0)})
+                         "engine_ms": answer.timings_ms.get("secure_retrieval", 0) + answer.timings_ms.get("adjudicate", 0),
+                         "secure_retrieval_ms": answer.timings_ms.get("secure_retrieval", 0),
+                         "adjudicate_ms": answer.timings_ms.get("adjudicate", 0)})
             mark = "ok " if correct else ("abs" if answer.verdict is not Verdict.ANSWERED else "BAD")
             print(f"{mark} {q['id']} {tier.value:<6} {total_ms:7.0f} ms  {q['question'][:60]:<60} -> {answer.answer[:70]}")
     n = len(rows)
@@ -59,8 +67,12 @@ async def run(args) -> dict:
         "latency_ms_p50": round(statistics.median(r["ms"] for r in rows), 1),
         "latency_ms_p95": round(_pct([r["ms"] for r in rows], 0.95), 1),
         "engine_ms_p50": round(statistics.median(r["engine_ms"] for r in rows), 2),
+        "engine_ms_p95": round(_pct([r["engine_ms"] for r in rows], 0.95), 2),
+        "secure_retrieval_ms_p50": round(statistics.median(r["secure_retrieval_ms"] for r in rows), 2),
+        "adjudicate_ms_p50": round(statistics.median(r["adjudicate_ms"] for r in rows), 2),
         "fleet_startup_s": round(startup_s, 1),
         "fleet": str(args.fleet or "config/fleet.toml"),
+        "settings": str(args.settings or "config/engine.toml"),
     }
     return {"summary": summary, "rows": rows}
 
@@ -68,6 +80,7 @@ async def run(args) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fleet", type=Path)
+    parser.add_argument("--settings", type=Path, help="engine settings (default: config/engine.toml)")
     parser.add_argument("--tier", choices=["low", "medium", "high"], help="override every question's tier")
     parser.add_argument("--cache-dir", type=Path, help="reuse an embedding cache (default: a fresh one)")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "demo_questions.json")

@@ -19,6 +19,7 @@ from .pipeline import Pipeline
 from .registry import AgentRegistry, AgentView
 from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
+from .text import sentences
 from .review import ReviewItem, ReviewQueue, needs_review
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.db import Store
@@ -98,7 +99,10 @@ class Engine:
     def _warm_embedder(self) -> None:
         texts = ["warm-up"]
         if any(a.builtin and a.enabled for a in self.fleet.agents):
-            texts += [c.text for c in load_corpus(self.fleet.corpus_dir).chunks]
+            chunks = load_corpus(self.fleet.corpus_dir).chunks
+            # Passages for secure retrieval; their sentences for the evidence check of every claim.
+            texts += [c.text for c in chunks]
+            texts += list(dict.fromkeys(s for c in chunks for s in sentences(c.text)))
         self.embedder.embed_passages(texts)
         self.embedder.embed_query("warm-up")     # loads the model even when every passage was cached
         anomaly.warm_up()

