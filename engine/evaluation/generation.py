@@ -1,43 +1,55 @@
-"""Trusted-generation evaluation on HotpotQA: two honest extractive generators and one Byzantine one
-per fault profile (plus a clean run of three honest ones) → `adjudicate` → judged rows.
+"""Trusted-generation evaluation on HotpotQA: three different honest generators, liars that build
+their lies from the cited passage's own entities, `adjudicate`, answers judged against the gold answer.
 
 Per question, the context is the question's own paragraphs as chunks (`<qid>/p<i>`, title metadata),
 ranked for the question by the dense retriever on the engine's embedder and cut to the top k. The
-honest answer is `ExtractiveGenerator`'s; the Byzantine answer comes from the code the agent
-processes run (`FaultInjector.corrupt_generation`; omit-best as engine/agents/server.py does it).
-Which of the three generator ids lies is drawn per question and profile, so the defence's tie-break
-on agent ids favours no one.
+honest generators are engine.evaluation.honest_generators' three (extractive, focused-passage,
+paraphrase); a profile (engine.evaluation.generation_profiles) says which lie (engine.evaluation.lies)
+how many generators tell, beside how many honest ones (drawn per question from the three kinds), and
+the generator ids are shuffled per question and profile, so adjudicate's tie-break favours no one.
+The clean run is the three honest generators. A question a lie cannot be made for (no second name of
+that type in the passage, say) is skipped for that profile and counted.
 
 Phases, so the timed part measures engine work only: (1) passages and questions are embedded through
-the persistent cache; (2) contexts and generations are built; (3) the verifier's own CachedEmbedder
-(fresh, in a scratch folder) is warmed on the context sentences, as the engine's is in production;
-(4) `adjudicate` runs for every question and profile, each `judge_sync` call timed. A claim that is
-no context sentence is a cache miss there and costs a model call, as it would in production.
+the persistent cache; (2) contexts, honest generations and lies are built; (3) the verifier's own
+CachedEmbedder (fresh, in a scratch folder) is warmed on the context sentences, as the engine's is in
+production; (4) `adjudicate` runs for every question and profile, each `judge_sync` call timed. A
+claim that is no context sentence (a paraphrase, a lie) is a cache miss there and costs a model call.
+
+Challenge-response (engine/pipeline.py `Pipeline._challenge`) runs after adjudicate, only for
+candidates with an unsupported claim, and only annotates them: it never changes the verdict. The
+evaluation calls adjudicate alone, as the brief requires, and replays the challenge beside it for the
+challenge-liar profile (`replay_challenge`), reporting what it would have said.
 """
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..agents.extractive import ExtractiveGenerator
-from ..agents.faults import FaultInjector
 from ..agents.retrievers import DenseRetriever
 from ..config import GenerationSettings, RetrievalSettings
 from ..corpus import Corpus
 from ..errors import InputError
-from ..generation.adjudicate import adjudicate
-from ..text import content_words, sentences
-from ..types import Chunk, ContextChunk, FaultKind, FaultProfile, Generation
+from ..generation.adjudicate import Decision, adjudicate
+from ..text import sentences
+from ..types import Chunk, ContextChunk, Generation
 from ..verify.sentences import rank_sentences
 from ..verify.verifier import EvidenceVerifier
 from . import generation_metrics as gm
 from .attacks import passage_chunk, seeded
 from .data import DEFAULT_HOTPOT, Passage, answer_aliases, read_jsonl
+from .generation_profiles import CLEAN, HEADLINE, Profile
+from .honest_generators import HonestKind, generate_all, paraphrase
+from .lies import (Lie, LieKind, Skip, legacy_lie, role_swap, swap_in_passage, true_irrelevant, with_true_quote,
+                   wrong_relevant)
+from .splits import split_of
 
 AGENTS = ("gen-a", "gen-b", "gen-c")
+LIAR = gm.LIAR
 DEFAULT_K = 5
 EMBED_BATCH = 64
 
@@ -84,32 +96,106 @@ def load_questions(path: Path | None = None) -> list[Question]:
     return build_questions(read_jsonl(path, "HotpotQA sample (--hotpot)"), str(path))
 
 
-def parse_profiles(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
-    if not names:
-        raise InputError("--profiles: name at least one profile")
-    for name in names:
-        if name in gm.SKIPPED_PROFILES:
-            raise InputError(f"--profiles: {name} is not a generation fault: {gm.SKIPPED_PROFILES[name]}")
-        if name not in gm.PROFILES:
-            raise InputError(f"--profiles: expected some of {', '.join(gm.PROFILES)}, found {name!r}")
-    return names
+@dataclass(frozen=True)
+class Prepared:
+    question: Question
+    context: tuple[ContextChunk, ...]
+    honest: Mapping[HonestKind, Generation]
+
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        return tuple(c.chunk for c in self.context)
+
+    @property
+    def supporting(self) -> frozenset[str]:
+        """Chunk ids of the passages HotpotQA marks as supporting the answer."""
+        return frozenset(p.id for p in self.question.passages if p.gold)
+
+    @property
+    def split(self) -> str:
+        return split_of(self.question.id)
 
 
-def byzantine_generation(profile: str, question: str, honest: Generation, context: tuple[Chunk, ...],
-                         seed: int = 0) -> Generation:
-    """The lie a Byzantine generator agent with this fault profile (rate 1) tells."""
-    if profile == "omit-best":   # engine/agents/server.py: answer from the second-best sentence
-        ranked = rank_sentences(question, context)
-        if len(ranked) > 1:
-            return ExtractiveGenerator.answer_from(ranked, ranked[1], set(content_words(question)))
-        return honest
-    kind = FaultKind(profile)
-    return FaultInjector(FaultProfile(kind=kind, seed=seed)).corrupt_generation(question, honest, context)
+@dataclass(frozen=True)
+class Fleet:
+    """Who answers one question under one profile: agent id -> generation, and who is what."""
+    generations: Mapping[str, Generation]
+    roles: Mapping[str, str]          # agent id -> an HonestKind value or LIAR
+    lie: Lie | None = None
+
+    @property
+    def liars(self) -> frozenset[str]:
+        return frozenset(a for a, role in self.roles.items() if role == LIAR)
 
 
-def byzantine_slot(question_id: str, profile: str, seed: int = 0) -> str:
-    return seeded("byzantine-generator", seed, question_id, profile).choice(AGENTS)
+def make_lie(profile: Profile, item: Prepared, seed: int = 0) -> Lie | Skip:
+    """The lie of this profile for this question, built from the honest extractive answer's sentence."""
+    q, kind = item.question, profile.lie
+    honest = item.honest[HonestKind.EXTRACTIVE]
+    if kind.legacy:
+        return legacy_lie(kind, q.question, honest, item.chunks, seed)
+    if not honest.claims or not honest.claims[0].citations:
+        return Skip(kind, "the honest extractive generator found no answer sentence")
+    sentence, chunk_id = honest.claims[0].text, honest.claims[0].citations[0]
+    chunk = next(c for c in item.chunks if c.id == chunk_id)
+    rng = seeded("lie", seed, q.id, kind.value)
+    if kind is LieKind.SWAP_IN_PASSAGE:
+        lie = swap_in_passage(q.question, sentence, chunk, q.answers, rng)
+    elif kind is LieKind.ROLE_SWAP:
+        lie = role_swap(q.question, sentence, chunk)
+    elif kind is LieKind.TRUE_IRRELEVANT:
+        lie = true_irrelevant(q.question, item.chunks, item.supporting, q.answers,
+                              [g.answer for g in item.honest.values()])
+    else:
+        lie = wrong_relevant(q.question, sentence, chunk_id, item.chunks, item.supporting, q.answers, rng,
+                             comparison=q.type == "comparison")
+    if isinstance(lie, Lie) and profile.quote_on_challenge:
+        lie = with_true_quote(lie)
+    return lie
+
+
+def build_fleet(item: Prepared, profile: Profile | None, seed: int = 0) -> Fleet | Skip:
+    """The clean fleet (profile None: the three honest kinds), or the profile's liars beside honest
+    generators drawn from the three kinds; ids shuffled per question and profile."""
+    name = profile.name if profile else CLEAN
+    rng = seeded("fleet", seed, item.question.id, name)
+    if profile is None:
+        members = [(kind.value, item.honest[kind]) for kind in HonestKind]
+        lie = None
+    else:
+        lie = make_lie(profile, item, seed)
+        if isinstance(lie, Skip):
+            return lie
+        honest = rng.sample(list(HonestKind), profile.honest)
+        members = [(LIAR, lie.generation)] * profile.liars + [(kind.value, item.honest[kind]) for kind in honest]
+    agents = rng.sample(AGENTS, len(members))
+    return Fleet({a: gen for a, (_, gen) in zip(agents, members)}, {a: role for a, (role, _) in zip(agents, members)},
+                 lie)
+
+
+def replay_challenge(decision: Decision, fleet: Fleet, context: tuple[Chunk, ...],
+                     verifier: EvidenceVerifier) -> dict[str, str]:
+    """What engine/pipeline.py's challenge would record (it never changes the verdict): each candidate
+    with an unsupported claim shows a quote; an honest agent shows the context sentence closest to the
+    claim (engine/agents/server.py), the liar shows the real sentence its lie was made from."""
+    evidence = {c.id: c for c in context}
+    outcomes = {}
+    for cand in decision.candidates:
+        doubtful = next((k for k in cand.checks if not k.supported), None)
+        if doubtful is None:
+            continue
+        if fleet.roles.get(cand.agent_id) == LIAR and fleet.lie is not None:
+            quote, cited = fleet.lie.source, fleet.lie.chunk_id
+        else:
+            ranked = rank_sentences(doubtful.claim.text, context)
+            quote, cited = (ranked[0].text, ranked[0].chunk_id) if ranked else ("", "")
+        if cited not in evidence or not quote or quote not in evidence[cited].text:
+            outcomes[cand.agent_id] = "failed: the quote it showed is not in the chunks it cited"
+            continue
+        judgement = verifier.judge_sync(doubtful.claim.text, [Chunk(cited, quote)])
+        outcomes[cand.agent_id] = ("passed" if judgement.label.value == "supported" else "failed") + \
+            f": showed [{cited}] ({judgement.reason})"
+    return outcomes
 
 
 class TimedVerifier:
@@ -167,29 +253,24 @@ class ClaimCache:
 
 
 @dataclass
-class Prepared:
-    question: Question
-    context: tuple[ContextChunk, ...]
-    honest: Generation
-
-    @property
-    def chunks(self) -> tuple[Chunk, ...]:
-        return tuple(c.chunk for c in self.context)
-
-
-@dataclass
 class GenerationResult:
     n_questions: int
-    profiles: tuple[str, ...]
-    rows: dict[str, list[gm.QuestionRow]]          # profile (and "clean") → rows
+    profiles: tuple[Profile, ...]
+    rows: dict[str, list[gm.QuestionRow]]          # profile name (and "clean") -> rows
+    skips: dict[str, list[gm.SkipRow]] = field(default_factory=dict)
     by_profile: dict[str, dict] = field(default_factory=dict)
     clean: dict = field(default_factory=dict)
     baseline: dict[str, dict] = field(default_factory=dict)
+    splits: dict[str, dict] = field(default_factory=dict)   # dev|test -> the same shape as the whole run
     pooled: dict = field(default_factory=dict)
     targets: list[dict] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     embedding: dict[str, dict] = field(default_factory=dict)
-    context_sizes: dict[str, int] = field(default_factory=dict)
+    context_sizes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def profile_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.profiles)
 
 
 def _silent(message: str, done: bool = False) -> None:
@@ -203,8 +284,8 @@ class GenerationEvaluation:
 
     def __init__(self, settings: GenerationSettings, embedder, *, verifier_embedder=None,
                  warm_verifier: Callable[[Sequence[str]], None] | None = None, k: int = DEFAULT_K, seed: int = 0,
-                 profiles: Sequence[str] = gm.PROFILES, progress: Callable[..., None] | None = None,
-                 generator: ExtractiveGenerator | None = None, adjudicator=adjudicate) -> None:
+                 profiles: Sequence[Profile] = HEADLINE, progress: Callable[..., None] | None = None,
+                 adjudicator=adjudicate) -> None:
         if k < 1:
             raise InputError(f"--k must be at least 1, found {k}")
         self.settings = settings
@@ -215,7 +296,6 @@ class GenerationEvaluation:
         self.seed = seed
         self.profiles = tuple(profiles)
         self.progress = progress or _silent
-        self.generator = generator or ExtractiveGenerator()
         self.adjudicator = adjudicator
 
     # ---- phase 1 ------------------------------------------------------------------------------
@@ -231,38 +311,37 @@ class GenerationEvaluation:
         corpus = Corpus(root=Path("eval") / question.id, chunks=tuple(passage_chunk(p) for p in question.passages))
         ranked = DenseRetriever(corpus, self.embedder).retrieve(question.question, self.k)
         context = tuple(ContextChunk(chunk=c, score=c.score, supported_by=("ret-dense",)) for c in ranked)
-        return Prepared(question, context, self.generator.generate(question.question, tuple(ranked)))
-
-    def generations(self, item: Prepared, profile: str) -> tuple[dict[str, Generation], str | None]:
-        if profile == gm.CLEAN:
-            return {agent: item.honest for agent in AGENTS}, None
-        liar = byzantine_slot(item.question.id, profile, self.seed)
-        lie = byzantine_generation(profile, item.question.question, item.honest, item.chunks, self.seed)
-        return {agent: (lie if agent == liar else item.honest) for agent in AGENTS}, liar
+        return Prepared(question, context, generate_all(question.question, tuple(ranked)))
 
     # ---- phase 4 ------------------------------------------------------------------------------
-    def judge_one(self, runner: asyncio.Runner, item: Prepared, profile: str) -> gm.QuestionRow:
-        generations, liar = self.generations(item, profile)
+    def judge_one(self, runner: asyncio.Runner, item: Prepared, profile: Profile | None) -> gm.QuestionRow | gm.SkipRow:
         q = item.question
-        verifier = TimedVerifier(EvidenceVerifier(self.verifier_embedder, coverage=self.settings.claim_coverage,
-                                                  alignment=self.settings.alignment))
+        name = profile.name if profile else CLEAN
+        fleet = build_fleet(item, profile, self.seed)
+        if isinstance(fleet, Skip):
+            return gm.SkipRow(q.id, item.split, name, fleet.reason)
+        inner = EvidenceVerifier(self.verifier_embedder, coverage=self.settings.claim_coverage,
+                                 alignment=self.settings.alignment)
+        verifier = TimedVerifier(inner)
+        facts = gm.QuestionFacts(q.id, item.split, name, tuple(q.answers), fleet.generations, fleet.roles,
+                                 fleet.lie, {c.id: c.text for c in item.chunks},
+                                 item.honest[HonestKind.EXTRACTIVE].answer)
         started = time.perf_counter()
         try:
-            decision = runner.run(self.adjudicator(q.question, generations, item.context, self.settings, verifier,
-                                                   embedder=self.verifier_embedder))
+            decision = runner.run(self.adjudicator(q.question, dict(fleet.generations), item.context, self.settings,
+                                                   verifier, embedder=self.verifier_embedder))
         except Exception as exc:   # the defence is under active development: one failure must not lose a run
-            return gm.error_row(q.id, profile, byzantine_agent=liar, honest_answer=item.honest.answer,
-                                generations=generations, gold=q.answers, error=f"{type(exc).__name__}: {exc}")
+            return gm.error_row(facts, f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000
-        return gm.judge(q.id, profile, decision, generations=generations, byzantine_agent=liar,
-                        honest_answer=item.honest.answer, context_texts=[c.text for c in item.chunks],
-                        gold=q.answers, verify_ms=verifier.calls, adjudicate_ms=elapsed)
+        challenge = (replay_challenge(decision, fleet, item.chunks, inner)
+                     if profile is not None and profile.quote_on_challenge else {})
+        return gm.judge(facts, decision, verify_ms=verifier.calls, adjudicate_ms=elapsed, challenge=challenge)
 
     def run(self, questions: Sequence[Question]) -> GenerationResult:
         if not questions:
             raise InputError("no questions to evaluate")
         timings: dict[str, float] = {}
-        runs = (gm.CLEAN,) + self.profiles
+        runs: tuple[Profile | None, ...] = (None,) + self.profiles
 
         started = time.perf_counter()
         self.progress(f"phase 1/4: embedding the paragraphs and questions of {len(questions)} questions", done=True)
@@ -297,28 +376,37 @@ class GenerationEvaluation:
         timings["warm_verifier"] = seconds
 
         started = time.perf_counter()
-        rows: dict[str, list[gm.QuestionRow]] = {run: [] for run in runs}
+        names = [CLEAN] + [p.name for p in self.profiles]
+        rows: dict[str, list[gm.QuestionRow]] = {name: [] for name in names}
+        skips: dict[str, list[gm.SkipRow]] = {name: [] for name in names}
         with asyncio.Runner() as runner:
-            self.judge_one(runner, prepared[0], gm.CLEAN)   # untimed: one-off set-up costs are no per-claim time
-            for r, run in enumerate(runs):
+            self.judge_one(runner, prepared[0], None)   # untimed: one-off set-up costs are no per-claim time
+            for r, (name, profile) in enumerate(zip(names, runs)):
                 for i, item in enumerate(prepared):
-                    rows[run].append(self.judge_one(runner, item, run))
-                    self.progress(f"phase 4/4: adjudicating [{run}, {r + 1}/{len(runs)}] "
+                    row = self.judge_one(runner, item, profile)
+                    (skips if isinstance(row, gm.SkipRow) else rows)[name].append(row)
+                    self.progress(f"phase 4/4: adjudicating [{name}, {r + 1}/{len(runs)}] "
                                   f"question {i + 1}/{len(prepared)}")
         self.progress(f"phase 4/4: done ({time.perf_counter() - started:.1f} s)", done=True)
         timings["adjudicate"] = round(time.perf_counter() - started, 2)
 
-        result = GenerationResult(n_questions=len(questions), profiles=self.profiles, rows=rows,
+        result = GenerationResult(n_questions=len(questions), profiles=self.profiles, rows=rows, skips=skips,
                                   timings_s=timings, embedding=embedding)
-        result.by_profile = {p: gm.aggregate(rows[p]) for p in self.profiles}
-        result.clean = gm.aggregate(rows[gm.CLEAN], clean=True)
-        result.baseline = {p: gm.aggregate_baseline(rows[p]) for p in self.profiles}
-        result.baseline[gm.CLEAN] = gm.aggregate_baseline(rows[gm.CLEAN], clean=True)
+        whole = gm.summarise(rows, skips, self.profiles)
+        result.by_profile, result.clean, result.baseline = whole["by_profile"], whole["clean"], whole["baseline"]
+        result.splits = gm.summarise_splits(rows, skips, self.profiles)
         every = [ms for run_rows in rows.values() for r in run_rows for ms in r.verify_ms]
         result.pooled = {"verify_ms_per_claim_p50": gm.percentile(every, 50),
                          "verify_ms_per_claim_p95": gm.percentile(every, 95), "verified_claims": len(every)}
-        result.targets = gm.check_targets(result.by_profile, result.clean, result.pooled["verify_ms_per_claim_p50"])
+        result.targets = [{**t, "split": split} for split, part in result.splits.items() for t in part["targets"]]
         sizes = [len(item.context) for item in prepared]
-        result.context_sizes = {"min": min(sizes), "max": max(sizes),
-                                "honest_empty_answers": sum(not item.honest.answer for item in prepared)}
+        quoted = [text for text in (item.honest[HonestKind.EXTRACTIVE].answer for item in prepared) if text]
+        result.context_sizes = {
+            "min": min(sizes), "max": max(sizes),
+            "honest_empty_answers": {k.value: sum(not item.honest[k].answer for item in prepared) for k in HonestKind},
+            "paraphrase_edits": dict(sorted(Counter(edit.value for text in quoted
+                                                    for edit in paraphrase(text).edits).items())),
+            "focused_differs_from_extractive": sum(item.honest[HonestKind.FOCUSED].answer
+                                                   != item.honest[HonestKind.EXTRACTIVE].answer for item in prepared),
+        }
         return result

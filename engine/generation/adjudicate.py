@@ -19,7 +19,7 @@ from ..text import coverage
 from ..types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
 from ..verify.verifier import Verifier
 from .claims import claims_to_check
-from .consistency import mutual_agreement
+from .consistency import contradicts, mutual_agreement
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,14 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     if best.support_rate < settings.min_support:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no answer is supported by its evidence (best: {best.support_rate:.0%} of claims)")
-    rivals = [c for c in candidates[1:] if c.agent_id not in best.agreeing
-              and c.support_rate >= settings.min_support and c.credibility >= best.credibility - settings.contest_margin]
+    # A supported answer contests the best one when it states another fact about the same thing
+    # and comes within contest_margin, or when nothing at all sets the two apart (equal credibility).
+    # One that says something different but compatible (another true sentence) and is less
+    # credible does not: two honest generators may quote different true sentences.
+    rivals = [c for c in candidates[1:] if c.agent_id not in best.agreeing and c.support_rate >= settings.min_support
+              and (c.credibility >= best.credibility
+                   or (c.credibility >= best.credibility - settings.contest_margin
+                       and contradicts(stated[best.agent_id], stated[c.agent_id], embedder, settings.claim_match)))]
     if rivals:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no consistent conclusion: {len(rivals) + 1} supported answers disagree")

@@ -9,11 +9,14 @@ from typing import Sequence
 import numpy as np
 
 from ..text import content_words, jaccard, negations, numbers
+from ..verify.alignment import conflicts
 from ..verify.verifier import names
 
 
 def _facts_agree(a: str, b: str) -> bool:
-    return numbers(a) == numbers(b) and names(a) == names(b) and negations(a) == negations(b)
+    """Same numbers, names and polarity, and no entity in another's role ("B defeated A")."""
+    return (numbers(a) == numbers(b) and names(a) == names(b) and negations(a) == negations(b)
+            and not conflicts(a, b))
 
 
 def _similarities(claims_a: Sequence[str], claims_b: Sequence[str], embedder) -> tuple[np.ndarray, float]:
@@ -56,3 +59,17 @@ def mutual_agreement(claims_a: Sequence[str], claims_b: Sequence[str], embedder=
     sims, cap = _similarities(claims_a, claims_b, embedder)
     match = min(match, cap)
     return min(_directional(claims_a, claims_b, sims, match), _directional(claims_b, claims_a, sims.T, match))
+
+
+def contradicts(claims_a: Sequence[str], claims_b: Sequence[str], embedder=None, match: float = 0.7) -> bool:
+    """Whether some claim of a and the claim of b about the same fact state different facts. Two
+    answers that say different true things (a date and a place) do not contradict each other."""
+    if not claims_a or not claims_b:
+        return False
+    sims, cap = _similarities(claims_a, claims_b, embedder)
+    match = min(match, cap)
+    for i, a in enumerate(claims_a):
+        j = int(np.argmax(sims[i]))
+        if sims[i, j] >= match and not _facts_agree(a, claims_b[j]):
+            return True
+    return False

@@ -40,6 +40,7 @@ class Token:
     text: str
     lower: str
     sentence_start: bool
+    joined: bool = False       # only spaces separate it from the word before (no comma, bracket, dash)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def tokenize(text: str) -> list[Token]:
         lower = raw.lower().replace("’", "'")
         if raw[0].isdigit():
             lower = re.sub(r"(?<=\d)[,](?=\d)", "", lower)
-        tokens.append(Token(raw, lower, start))
+        tokens.append(Token(raw, lower, start, bool(tokens) and not gap.strip()))
         last_end = match.end()
     return tokens
 
@@ -99,7 +100,8 @@ def entities(tokens: Sequence[Token], capitals: frozenset[str]) -> list[Entity]:
             continue
         j = i + 1
         if kind is EntityKind.NAME:
-            while j < len(tokens) and _kind(tokens[j], capitals) is EntityKind.NAME and not tokens[j].sentence_start:
+            # "Giuseppe Arimondi (Savigliano" and "Los Angeles, California" are two names each.
+            while j < len(tokens) and tokens[j].joined and _kind(tokens[j], capitals) is EntityKind.NAME:
                 j += 1
         found.append(Entity(kind, i, j, tuple(t.lower for t in tokens[i:j]), " ".join(t.text for t in tokens[i:j])))
         i = j

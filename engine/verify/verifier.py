@@ -12,15 +12,17 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from difflib import SequenceMatcher
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 import numpy as np
 
-from ..text import content_words, coverage, negation_count, numbers, sentences
+from ..text import content_words, coverage, negation_count, numbers, sentences, words
 from ..types import Chunk, ClaimLabel
 from .alignment import conflicts, names_every_entity
 
+COPIED = 0.6     # word-order similarity at which a claim is read as a copy of a sentence, however it embeds
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 
 
@@ -69,18 +71,24 @@ class EvidenceVerifier:
         covered = coverage(claim, text)
         ranked = self._ranked_sentences(claim, [s for c in evidence for s in sentences(c.text)])
         best, alignment = ranked[0] if ranked else ("", 0.0)
-        if alignment >= self.alignment:
+        aligned = [(sentence, score) for sentence, score in ranked[:3] if score >= self.alignment]
+        # The sentence the claim copies word for word may embed far from it when a long name was
+        # swapped in ("It has a What Are Little Boys Made Of number of 821"): word order finds it.
+        copied = max(ranked, key=lambda pair: _word_order_similarity(claim, pair[0]), default=None)
+        if copied and copied not in aligned and _word_order_similarity(claim, copied[0]) >= COPIED:
+            aligned.append((copied[0], max(copied[1], self.alignment)))
+        if aligned:
             # The claim mirrors a sentence: compare it with that sentence, slot by slot. A sentence
             # it mirrors without any change wins over a closer one it contradicts (a true claim can
             # sit next to a similar sentence about something else).
-            aligned = [(sentence, score) for sentence, score in ranked[:3] if score >= self.alignment]
+            best, alignment = aligned[0]
             found = [(sentence, score, conflicts(claim, sentence, texts)) for sentence, score in aligned]
-            clean = [(sentence, score) for n, (sentence, score, conflict) in enumerate(found)
-                     if not conflict and (n == 0 or names_every_entity(claim, sentence, texts))]
-            if clean:
-                best, alignment = clean[0]
+            clean = [(sentence, score) for sentence, score, conflict in found if not conflict]
+            whole = [(sentence, score) for sentence, score in clean if names_every_entity(claim, sentence, texts)]
+            if whole or (clean and len(clean) == len(found)):
+                best, alignment = (whole or clean)[0]
             else:
-                sentence, score, conflict = found[0]
+                sentence, score, conflict = next(item for item in found if item[2])
                 return Judgement(ClaimLabel.REFUTED, round(score, 3),
                                  "; ".join(c.describe() for c in conflict) + f" (\"{_short(sentence)}\")", self.name)
         other_numbers = numbers(claim) - numbers(text)
@@ -122,6 +130,11 @@ class EvidenceVerifier:
             scores = list((cosines - floor) / (1.0 - floor))
         order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
         return [(candidates[i], float(scores[i])) for i in order]
+
+
+def _word_order_similarity(a: str, b: str) -> float:
+    """difflib's ratio over the two texts' lower-cased words: how much of one is the other, in order."""
+    return SequenceMatcher(None, words(a), words(b), autojunk=False).ratio()
 
 
 def _short(text: str, limit: int = 120) -> str:
