@@ -136,10 +136,12 @@ def conflicts(claim: str, sentence: str, context: Sequence[str] = ()) -> list[Co
     claim_tokens, sentence_tokens = tokenize(claim), tokenize(sentence)
     claim_entities = entities(claim_tokens, capitals)
     sentence_entities = entities(sentence_tokens, capitals)
-    claim_words = {t.lower for t in claim_tokens}
     found: list[Conflict] = []
 
-    missing = [e for e in sentence_entities if not set(e.words) & claim_words]
+    # Missing: no entity of the claim names it, in full or in part ("Lowell" names "Percival
+    # Lowell"; "David Diamond" does not name "David Weissman").
+    missing = [e for e in sentence_entities
+               if not any(_contains(e.words, c.words) or _contains(c.words, e.words) for c in claim_entities)]
     # An entity in the slot (the words just before and after it) where the sentence names another
     # entity that the claim lacks: it shares more of that slot's words than of its own slot in the
     # sentence (none, when the sentence does not name it).
@@ -186,6 +188,11 @@ def names_every_entity(claim: str, sentence: str, context: Sequence[str] = ()) -
     capitals = mid_sentence_capitals([claim, sentence, *context])
     words = {t.lower for t in tokenize(sentence)}
     return all(set(e.words) <= words for e in entities(tokenize(claim), capitals))
+
+
+def _contains(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
+    n = len(inner)
+    return any(outer[i:i + n] == inner for i in range(len(outer) - n + 1))
 
 
 def _same_cues(a: tuple[str, str], b: tuple[str, str]) -> int:

@@ -22,7 +22,7 @@ from ..text import content_words, coverage, negation_count, numbers, sentences, 
 from ..types import Chunk, ClaimLabel
 from .alignment import conflicts, names_every_entity
 
-COPIED = 0.6     # word-order similarity at which a claim is read as a copy of a sentence, however it embeds
+COPIED = 0.5     # word-order similarity at which a claim is read as a copy of a sentence, however it embeds
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 
 
