@@ -9,14 +9,12 @@ from typing import Sequence
 import numpy as np
 
 from ..text import content_words, jaccard, negations, numbers
-from ..verify.alignment import conflicts
-from ..verify.verifier import names
+from ..verify.alignment import conflicts, same_entities
 
 
 def _facts_agree(a: str, b: str) -> bool:
     """Same numbers, names and polarity, and no entity in another's role ("B defeated A")."""
-    return (numbers(a) == numbers(b) and names(a) == names(b) and negations(a) == negations(b)
-            and not conflicts(a, b))
+    return numbers(a) == numbers(b) and negations(a) == negations(b) and same_entities(a, b) and not conflicts(a, b)
 
 
 def _similarities(claims_a: Sequence[str], claims_b: Sequence[str], embedder) -> tuple[np.ndarray, float]:
@@ -30,15 +28,20 @@ def _similarities(claims_a: Sequence[str], claims_b: Sequence[str], embedder) ->
     return sims, 0.6
 
 
+def _matches(claims_a: Sequence[str], claims_b: Sequence[str], sims: np.ndarray, match: float):
+    """Per claim of a: None when b says nothing about it, else whether some claim of b about the
+    same thing states the same facts (b may hold a similar sentence about something else too)."""
+    for i, a in enumerate(claims_a):
+        close = [j for j in np.argsort(-sims[i]) if sims[i, j] >= match]
+        yield None if not close else any(_facts_agree(a, claims_b[j]) for j in close)
+
+
 def _directional(claims_a: Sequence[str], claims_b: Sequence[str], sims: np.ndarray, match: float) -> float:
     agreed = 0
-    for i, a in enumerate(claims_a):
-        j = int(np.argmax(sims[i]))
-        if sims[i, j] < match:
-            continue
-        if not _facts_agree(a, claims_b[j]):
+    for same in _matches(claims_a, claims_b, sims, match):
+        if same is False:
             return 0.0
-        agreed += 1
+        agreed += bool(same)
     return agreed / len(claims_a)
 
 
@@ -67,9 +70,4 @@ def contradicts(claims_a: Sequence[str], claims_b: Sequence[str], embedder=None,
     if not claims_a or not claims_b:
         return False
     sims, cap = _similarities(claims_a, claims_b, embedder)
-    match = min(match, cap)
-    for i, a in enumerate(claims_a):
-        j = int(np.argmax(sims[i]))
-        if sims[i, j] >= match and not _facts_agree(a, claims_b[j]):
-            return True
-    return False
+    return any(same is False for same in _matches(claims_a, claims_b, sims, min(match, cap)))

@@ -138,10 +138,7 @@ def conflicts(claim: str, sentence: str, context: Sequence[str] = ()) -> list[Co
     sentence_entities = entities(sentence_tokens, capitals)
     found: list[Conflict] = []
 
-    # Missing: no entity of the claim names it, in full or in part ("Lowell" names "Percival
-    # Lowell"; "David Diamond" does not name "David Weissman").
-    missing = [e for e in sentence_entities
-               if not any(_contains(e.words, c.words) or _contains(c.words, e.words) for c in claim_entities)]
+    missing = _missing(sentence_entities, claim_entities)
     # An entity in the slot (the words just before and after it) where the sentence names another
     # entity that the claim lacks: it shares more of that slot's words than of its own slot in the
     # sentence (none, when the sentence does not name it).
@@ -183,11 +180,31 @@ def conflicts(claim: str, sentence: str, context: Sequence[str] = ()) -> list[Co
     return found
 
 
+def same_entities(a: str, b: str) -> bool:
+    """Whether two texts name the same names and numbers (a sentence's first word counts as a name
+    only where one of the texts capitalises it mid-sentence: "Notably, X" names what "X" names)."""
+    capitals = mid_sentence_capitals([a, b])
+    found = [{w for e in entities(tokenize(text), capitals) for w in e.words} for text in (a, b)]
+    return found[0] == found[1]
+
+
 def names_every_entity(claim: str, sentence: str, context: Sequence[str] = ()) -> bool:
     """Whether the sentence names every number and name the claim states."""
     capitals = mid_sentence_capitals([claim, sentence, *context])
     words = {t.lower for t in tokenize(sentence)}
     return all(set(e.words) <= words for e in entities(tokenize(claim), capitals))
+
+
+def _missing(sentence_entities: Sequence[Entity], claim_entities: Sequence[Entity]) -> list[Entity]:
+    """The sentence's entities that no entity of the claim names, in full or in part ("Lowell" names
+    "Percival Lowell"; "David Diamond" does not name "David Weissman"). A claim entity that the
+    sentence names word for word is used up there: the "Oregon" of "University of Oregon" does not
+    also name "Oregon State University"."""
+    exact = {e.words for e in sentence_entities}
+    named = {c.words for c in claim_entities}
+    partial = [c for c in claim_entities if c.words not in exact]
+    return [e for e in sentence_entities if e.words not in named
+            and not any(_contains(e.words, c.words) or _contains(c.words, e.words) for c in partial)]
 
 
 def _contains(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
