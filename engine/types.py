@@ -67,6 +67,7 @@ class FaultKind(str, enum.Enum):
     CONTRADICT = "contradict"    # generator: the opposite of what its evidence says
     BIAS = "bias"                # generator: advertising or opinion slipped into the answer
     UNCITED = "uncited"          # generator: an extra factual claim with no citation
+    SWAP = "swap"                # generator: a name or number swapped for another from its own cited passage
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,20 @@ def tamper(text: str, rng: random.Random) -> str:
     return _VERB.sub(lambda m: m.group(0) + " not", text, count=1)
 
 
+def swap_in_passage(text: str, passage: str, rng: random.Random) -> str:
+    """A careful liar's edit: one number of the text replaced by another number of the passage it
+    cites, failing that one name by another name of that passage, so every word of the lie is in
+    its evidence ("entered orbit on 85 November 1971"). The text as it was when nothing can swap."""
+    for pattern in (_NUMBER, _NAME):
+        found = list(pattern.finditer(text))
+        own = {m.group(0) for m in found}
+        pool = sorted({m.group(0) for m in pattern.finditer(passage)} - own)
+        if found and pool:
+            target = rng.choice(found)
+            return text[:target.start()] + rng.choice(pool) + text[target.end():]
+    return text
+
+
 def negate(text: str) -> str:
     """The opposite statement: 'is' becomes 'is not' (or 'not' is removed where it stands)."""
     if re.search(r"\bnot\b", text):
@@ -140,6 +154,15 @@ class FaultInjector:
             line = rng.choice(UNCITED_LINES)
             return dataclasses.replace(gen, answer=f"{gen.answer} {line}".strip(),
                                        claims=gen.claims + (Claim(line, ()),))
+        if kind is FaultKind.SWAP:
+            passages = {c.id: c.text for c in context}
+
+            def swapped(claim: Claim) -> str:
+                cited = " ".join(passages.get(cid, "") for cid in claim.citations)
+                return swap_in_passage(claim.text, cited, rng) if cited else claim.text
+            claims = tuple(Claim(swapped(c), c.citations) for c in gen.claims)
+            answer = claims[0].text if claims and gen.claims and gen.answer == gen.claims[0].text else gen.answer
+            return dataclasses.replace(gen, answer=answer, claims=claims)
         if kind is FaultKind.OMIT_BEST:
             return gen   # the generator server handles omit-best by answering from its second-best sentence
         return gen

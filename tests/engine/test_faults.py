@@ -31,3 +31,15 @@ async def test_flip_flop_alternates():
 async def test_rate_zero_never_lies():
     injector = FaultInjector(FaultProfile(kind=FaultKind.TAMPER, rate=0.0))
     assert not any([await injector.before_reply() for _ in range(20)])
+
+
+def test_swap_takes_the_new_value_from_the_cited_passage_itself():
+    from engine.agents.faults import FaultInjector
+    from engine.types import Chunk, Claim, FaultKind, FaultProfile, Generation
+    passage = Chunk("m9#0", "Mariner 9 entered orbit around Mars on 14 November 1971. It photographed about 85 "
+                            "percent of Mars, revealing Olympus Mons.")
+    honest = "Mariner 9 entered orbit around Mars on 14 November 1971."
+    gen = Generation(answer=honest, claims=(Claim(honest, ("m9#0",)),), confidence=0.9)
+    lie = FaultInjector(FaultProfile(kind=FaultKind.SWAP, seed=2)).corrupt_generation("When?", gen, (passage,))
+    assert lie.answer != honest and lie.answer == lie.claims[0].text and lie.claims[0].citations == ("m9#0",)
+    assert "85" in lie.answer and set(lie.answer.replace(".", "").split()) <= set(passage.text.replace(".", "").split())
