@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..text import content_words, overlap
 from ..types import Chunk, Claim, Generation
+from ..verify.dated import dated_conflict
 from ..verify.sentences import ScoredSentence, rank_sentences
 
 
@@ -18,6 +19,13 @@ class ExtractiveGenerator:
         if not ranked or not wanted or not ranked[0].shared:
             return Generation(answer="", reasoning=("No context sentence shares a content word with the question.",),
                               claims=(), confidence=0.0)
+        conflict = dated_conflict(query, context)
+        if conflict is not None and ranked[0].chunk_id != conflict.newer.chunk_id:
+            # Sources of different dates give different values: answer from the newest authoritative one.
+            newer = next(s for s in ranked if s.chunk_id == conflict.newer.chunk_id and s.text == conflict.newer.text)
+            generation = self.answer_from(ranked, newer, wanted)
+            return Generation(answer=generation.answer, reasoning=generation.reasoning + (conflict.describe() + ".",),
+                              claims=generation.claims, confidence=generation.confidence)
         return self.answer_from(ranked, ranked[0], wanted)
 
     @staticmethod

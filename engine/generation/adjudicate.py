@@ -17,6 +17,7 @@ from typing import Mapping
 from ..config import GenerationSettings
 from ..text import coverage
 from ..types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
+from ..verify.dated import DatedConflict, dated_conflict
 from ..verify.verifier import Verifier
 from .claims import claims_to_check
 from .consistency import contradicts, mutual_agreement
@@ -83,17 +84,44 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     if best.support_rate < settings.min_support:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no answer is supported by its evidence (best: {best.support_rate:.0%} of claims)")
+    # Honest sources of different dates that give different values: the newer one is preferred,
+    # so an answer from the outdated source neither wins nor contests.
+    conflict = dated_conflict(question, tuple(c.chunk for c in context))
+    outdated: set[str] = set()
+    if conflict is not None:
+        best = _prefer_newer(best, candidates, conflict, settings)
+        outdated = {s.chunk_id for s in conflict.older}
     # A supported answer contests the best one when it states another fact about the same thing
     # and comes within contest_margin, or when nothing at all sets the two apart (equal credibility).
     # One that says something different but compatible (another true sentence) and is less
     # credible does not: two honest generators may quote different true sentences.
-    rivals = [c for c in candidates[1:] if c.agent_id not in best.agreeing and c.support_rate >= settings.min_support
+    rivals = [c for c in candidates if c is not best and c.agent_id not in best.agreeing
+              and c.support_rate >= settings.min_support and not (outdated and _cites(c, outdated))
               and (c.credibility >= best.credibility
                    or (c.credibility >= best.credibility - settings.contest_margin
                        and contradicts(stated[best.agent_id], stated[c.agent_id], embedder, settings.claim_match)))]
     if rivals:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no consistent conclusion: {len(rivals) + 1} supported answers disagree")
-    return Decision(Verdict.ANSWERED, best, tuple(candidates),
-                    f"supported by {best.support_rate:.0%} of its claims; "
-                    f"{len(best.agreeing) + 1} of {len(candidates)} generators agree")
+    reason = (f"supported by {best.support_rate:.0%} of its claims; "
+              f"{len(best.agreeing) + 1} of {len(candidates)} generators agree")
+    if conflict is not None and _cites(best, outdated) and not _cites(best, {conflict.newer.chunk_id}):
+        reason += f"; no generator answered from the newer source: {conflict.describe()}"
+    elif conflict is not None:
+        reason += f"; {conflict.describe()}"
+    return Decision(Verdict.ANSWERED, best, tuple(candidates), reason)
+
+
+def _cites(candidate: Candidate, chunk_ids: set[str]) -> bool:
+    return any(cid in chunk_ids for claim in candidate.generation.claims for cid in claim.citations)
+
+
+def _prefer_newer(best: Candidate, candidates: list[Candidate], conflict: DatedConflict,
+                  settings: GenerationSettings) -> Candidate:
+    """An answer drawn from an outdated source gives way to a supported one from the newer source."""
+    older = {s.chunk_id for s in conflict.older}
+    if not _cites(best, older) or _cites(best, {conflict.newer.chunk_id}):
+        return best
+    newer = [c for c in candidates if c.support_rate >= settings.min_support
+             and _cites(c, {conflict.newer.chunk_id}) and not _cites(c, older)]
+    return newer[0] if newer else best
