@@ -5,16 +5,20 @@ state different values, the newest authoritative one is preferred and the disagr
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
 from ..text import numbers
 from ..types import Chunk
-from .sentences import rank_sentences
+from .sentences import answer_words, rank_sentences
 
 NEAR_BEST = 0.85        # a sentence answers as well as the best one when it scores this share of it
 MIN_AUTHORITY = 0.5     # below this a source is not preferred for being newer (a blog, a forum)
 AUTHORITY_SLACK = 0.1   # the newer source may be this much less authoritative than the most authoritative
+SAME_FACT_WORDS = 2     # words beyond the question's that two statements of one fact share
+_VALUE_QUESTION = re.compile(r"\b(how (many|much|long|far|old|big|large|tall|high|deep|heavy|fast|often)|when|"
+                             r"(what|which) (year|date|day|month)|in what year)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,29 @@ def _statement(chunk: Chunk, text: str) -> DatedStatement | None:
     return DatedStatement(chunk.id, text, date, authority, values)
 
 
+def _differ(a: DatedStatement, b: DatedStatement) -> bool:
+    """Other figures, and not merely a more precise one ("14 January 2005" against "January 2005")."""
+    raw_a, raw_b = numbers(a.text), numbers(b.text)
+    return not a.values & b.values and not raw_a <= raw_b and not raw_b <= raw_a
+
+
+def _same_fact(question: str, a: str, b: str) -> bool:
+    """Two statements of one fact share words beyond the question's ("astronomers announced ... moons
+    of Saturn"); a sentence about another discovery that happens to match the question does not."""
+    return len(answer_words(a, question) & answer_words(b, question)) >= SAME_FACT_WORDS
+
+
+def asks_for_value(question: str) -> bool:
+    """A question whose answer is a number or a date: only then do different figures disagree."""
+    return _VALUE_QUESTION.search(question) is not None
+
+
 def dated_conflict(question: str, context: Sequence[Chunk]) -> DatedConflict | None:
-    """The newest authoritative statement among the best answers to the question, and the older
-    ones that give other values; None when they agree, carry no values or no dates."""
+    """For a question that asks for a number or a date: the newest authoritative statement among
+    the best answers, and the older ones that give other values; None when they agree, carry no
+    values or no dates, or the question asks for something else ("Who discovered Pluto?")."""
+    if not asks_for_value(question):
+        return None
     ranked = rank_sentences(question, context)
     if not ranked or ranked[0].score <= 0:
         return None
@@ -75,6 +99,7 @@ def dated_conflict(question: str, context: Sequence[Chunk]) -> DatedConflict | N
     if not trusted:
         return None
     newer = max(trusted, key=lambda s: (s.date, s.authority))
-    older = tuple(sorted((s for s in statements if s.date < newer.date and not s.values & newer.values),
+    older = tuple(sorted((s for s in statements if s.date < newer.date and _differ(s, newer)
+                          and _same_fact(question, s.text, newer.text)),
                          key=lambda s: s.date, reverse=True))
     return DatedConflict(newer, older) if older else None

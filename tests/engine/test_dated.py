@@ -46,3 +46,21 @@ async def test_adjudication_prefers_the_answer_from_the_newer_source_and_says_wh
                                 EvidenceVerifier())
     assert decision.verdict is Verdict.ANSWERED and decision.chosen.agent_id == "c"
     assert "sources differ" in decision.reason and "news-2023#0" in decision.reason
+
+
+def test_only_a_question_for_a_number_or_date_is_settled_by_date():
+    who = Chunk("kuiper#0", "The first Kuiper belt object apart from Pluto was discovered in 1992 by David Jewitt.",
+                "x", 1.0, {"date": "2012-08-30", "authority": 0.7})
+    pluto = Chunk("pluto#0", "Pluto was discovered on 18 February 1930 by Clyde Tombaugh.", "x", 1.0,
+                  {"date": "2005-02-18", "authority": 0.7})
+    assert dated_conflict("Who discovered Pluto?", [pluto, who]) is None
+    # a date question, but the two sentences state different facts (two discoveries)
+    assert dated_conflict("When was Pluto discovered?", [pluto, who]) is None
+
+
+def test_a_more_precise_date_is_no_other_value():
+    precise = Chunk("landing#0", "The Huygens probe landed on Titan on 14 January 2005 after leaving Cassini.", "x", 1.0,
+                    {"date": "2005-02-01", "authority": 0.9})
+    summary = Chunk("cassini#0", "Cassini carried the Huygens probe, which landed on Titan in January 2005.", "x", 1.0,
+                    {"date": "2017-09-20", "authority": 0.9})
+    assert dated_conflict("When did the Huygens probe land on Titan?", [precise, summary]) is None
