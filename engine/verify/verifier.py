@@ -171,9 +171,20 @@ class VotingVerifier:
         self.name = "vote(" + ", ".join(v.name for v in self.verifiers) + ")"
 
     async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
-        votes = await asyncio.gather(*(v.judge(claim, evidence, trace_id) for v in self.verifiers),
-                                     return_exceptions=True)
-        judgements = [v for v in votes if isinstance(v, Judgement)]
+        pending = {asyncio.ensure_future(v.judge(claim, evidence, trace_id)) for v in self.verifiers}
+        judgements: list[Judgement] = []
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                judgements += [t.result() for t in done if not t.cancelled() and t.exception() is None
+                               and isinstance(t.result(), Judgement)]
+                # Once half of all the verifiers refute, no later vote can change the label: the
+                # question does not wait for a slower verifier (a refuted lie costs the fastest check).
+                if sum(j.label is ClaimLabel.REFUTED for j in judgements) * 2 >= len(self.verifiers):
+                    break
+        finally:
+            for task in pending:
+                task.cancel()
         if not judgements:
             return Judgement(ClaimLabel.NOT_ENOUGH, 0.0, "no verifier answered", self.name)
         counts = Counter(j.label for j in judgements)
@@ -186,5 +197,7 @@ class VotingVerifier:
         chosen = [j for j in judgements if j.label is label] or judgements
         reason = "; ".join(f"{j.verifier}: {j.reason}" for j in chosen)
         tally = ", ".join(f"{n} {l.value.replace('_', ' ')}" for l, n in counts.items())
+        if pending:
+            tally += f", {len(pending)} not awaited"
         return Judgement(label, round(sum(j.score for j in chosen) / len(chosen), 3), f"{reason} [{tally}]",
                          self.name)

@@ -136,3 +136,24 @@ async def test_verifiers_vote_one_vote_each():
     assert (await split.judge("c", ev)).label is ClaimLabel.NOT_ENOUGH
     with_dead = VotingVerifier([_Fixed("x", ClaimLabel.SUPPORTED), _Down()])
     assert (await with_dead.judge("c", ev)).label is ClaimLabel.SUPPORTED
+
+
+async def test_a_refutation_by_half_the_verifiers_does_not_wait_for_the_rest():
+    import asyncio
+
+    class _Hanging:
+        name = "slow"
+        cancelled = False
+
+        async def judge(self, claim, evidence, trace_id=""):
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                _Hanging.cancelled = True
+                raise
+
+    vote = VotingVerifier([_Fixed("fast", ClaimLabel.REFUTED), _Hanging()])
+    judgement = await asyncio.wait_for(vote.judge("claim", ()), timeout=5)
+    assert judgement.label is ClaimLabel.REFUTED and "1 not awaited" in judgement.reason
+    await asyncio.sleep(0)
+    assert _Hanging.cancelled
