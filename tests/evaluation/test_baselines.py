@@ -14,9 +14,10 @@ def c(name, text=None):
     return Chunk(id=name, text=text or f"passage {name} with some words")
 
 
-def test_naive_is_the_first_list():
+def test_naive_offers_every_retrievers_own_top_k():
     replies = {"r1": [c("a"), c("b"), c("x")], "r2": [c("z")]}
-    assert [x.id for x in baselines.naive(replies, 2)] == ["a", "b"]
+    choices = baselines.naive(replies, 2)
+    assert {agent: [x.id for x in chunks] for agent, chunks in choices.items()} == {"r1": ["a", "b"], "r2": ["z"]}
 
 
 def test_union_ranks_by_count_then_best_rank():
@@ -60,9 +61,12 @@ def test_trustrag_drops_a_tight_near_duplicate_cluster():
     honest = [Chunk(f"h{i}", t) for i, t in enumerate(FILLER[:6])]
     replies = {"r1": honest[:4], "r2": honest[2:], "r3": [Chunk(f"p{i}", t) for i, t in enumerate(dupes)] + honest[:1]}
     out = baselines.trustrag(replies, 5, HashEmbedder())
-    assert {x.id for x in out.dropped} == {"p0", "p1", "p2", "p3"}
-    assert out.cosine > 0.88 and out.rouge > 0.25
+    assert {x.id for x in out.dropped} == {"p0", "p1", "p2", "p3"}      # found in r3's own list
+    assert out.per_agent["r3"].cosine > 0.88 and out.per_agent["r3"].rouge > 0.25
+    assert out.per_agent["r1"].dropped == [] and out.per_agent["r2"].dropped == []
     assert not {x.id for x in out.context} & {"p0", "p1", "p2", "p3"} and len(out.context) == 5
+    pooled = baselines.trustrag_pooled(replies, 5, HashEmbedder())
+    assert {x.id for x in pooled.dropped} == {"p0", "p1", "p2", "p3"} and pooled.cosine > 0.88
 
 
 def test_trustrag_keeps_everything_without_a_tight_cluster():
@@ -70,3 +74,4 @@ def test_trustrag_keeps_everything_without_a_tight_cluster():
     replies = {"r1": honest[:6], "r2": honest[6:]}
     out = baselines.trustrag(replies, 5, HashEmbedder())
     assert out.dropped == [] and [x.id for x in out.context] == [x.id for x in baselines.union(replies, 5)]
+    assert baselines.trustrag_pooled(replies, 5, HashEmbedder()).dropped == []

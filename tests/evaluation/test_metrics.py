@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.evaluation.metrics import Truth, aggregate, judge, text_key
+from engine.evaluation.metrics import Seen, Truth, aggregate, expected_row, judge, kept_out_reason, text_key
 from engine.evaluation.textmatch import contains_answer
 from engine.types import Chunk
 
@@ -65,15 +65,17 @@ def test_judging_is_by_text_not_by_id():
 
 def test_aggregate_means_pooled_anomaly_rates_and_percentiles():
     attacked = judge("a", "defense", TRUTH, [_chunk(0, POISON), _chunk(1, GOLD_1)], overhead_ms=10.0,
-                     seen=[(_chunk(0, POISON), ("echo",)), (_chunk(1, GOLD_1), ()), (_chunk(2, OTHER), ("outlier",))],
+                     seen=[Seen(_chunk(0, POISON), ("echo",)), Seen(_chunk(1, GOLD_1), ()),
+                           Seen(_chunk(2, OTHER), ("outlier",))],
                      suspects=["ret-4", "ret-1"], byzantine=["ret-4", "ret-5"])
     clean = judge("b", "defense", TRUTH, [_chunk(1, GOLD_1), _chunk(2, GOLD_2)], overhead_ms=30.0,
-                  seen=[(_chunk(1, GOLD_1), ()), (_chunk(2, GOLD_2), ())])
+                  seen=[Seen(_chunk(1, GOLD_1), ()), Seen(_chunk(2, GOLD_2), ())])
     abstained = judge("c", "defense", TRUTH, [], abstained=True, overhead_ms=20.0)
     m = aggregate([attacked, clean, abstained], defence=True)
     assert m["context_asr"] == round(1 / 3, 4) and m["poison_share"] == round(0.5 / 3, 4)
     assert m["clean_recall_at_k"] == 0.5 and m["abstention_rate"] == round(1 / 3, 4)
-    assert m["anomaly_fpr"] == 0.25 and m["anomaly_tpr"] == 1.0       # 1 of 4 clean chunks seen was flagged
+    assert m["anomaly_fpr"] == 0.25 and m["anomaly_tpr"] == 1.0       # per question: 1/2 and 0/2
+    assert m["anomaly_fpr_pooled"] == 0.25                             # 1 of 4 clean chunks seen was flagged
     assert m["suspect_precision"] == 0.5 and m["suspect_recall"] == 0.5
     assert m["overhead_ms_p50"] == 20.0 and m["overhead_ms_p95"] == 29.0
     baseline = aggregate([clean], defence=False)
@@ -87,3 +89,48 @@ def test_answer_asr_unnamed_leaves_out_questions_that_name_the_target():
     clean = Row("b", "m", [], 0, 5, "x", "wrong", False, 0.0, False, False, False, 1.0, False, 1.0)
     summary = aggregate([named, clean], defence=True)
     assert summary["answer_asr"] == 0.5 and summary["answer_asr_unnamed"] == 0.0
+
+
+def test_anomaly_fpr_is_a_mean_of_per_question_rates_beside_the_pooled_rate():
+    one_of_one = judge("a", "defense", TRUTH, [], abstained=True, seen=[Seen(_chunk(1, GOLD_1), ("echo",))])
+    none_of_three = judge("b", "defense", TRUTH, [_chunk(1, GOLD_1)],
+                          seen=[Seen(_chunk(i, t), ()) for i, t in enumerate((GOLD_1, GOLD_2, OTHER))])
+    m = aggregate([one_of_one, none_of_three], defence=True)
+    assert m["anomaly_fpr"] == 0.5 and m["anomaly_fpr_pooled"] == 0.25
+
+
+def test_a_clean_passage_flagged_or_kept_out_by_the_quorum_is_a_false_positive():
+    reason = lambda **kw: kept_out_reason(**{"flags": (), "note": "", "in_context": False,   # noqa: E731
+                                             "context_full": True, "from_suspect": False, **kw})
+    assert reason(in_context=True, flags=("echo",)) == ""                  # in the context: no loss
+    assert reason() == ""                                                  # ranked out of a full context
+    assert reason(note="below quorum: returned by 1 of 4 retrievers") == ""
+    assert "suspect" in reason(note="below quorum: returned by 1 of 4 retrievers", from_suspect=True)
+    assert "room" in reason(context_full=False, note="below quorum: returned by 1 of 4 retrievers")
+    assert reason(flags=("echo",)).startswith("flagged")
+    # its twin speaks for it: one voice, not a loss
+    assert reason(note="near-duplicate of [p3]: one voice", context_full=False) == ""
+    # an abstention is abstention_rate, not an anomaly flag on every passage
+    assert reason(context_full=False, abstained=True) == ""
+    assert reason(flags=("echo",), abstained=True).startswith("flagged")
+    row = judge("q", "defense", TRUTH, [_chunk(1, GOLD_1)],
+                seen=[Seen(_chunk(1, GOLD_1), ()), Seen(_chunk(2, GOLD_2), (), "left out with room in the context")])
+    assert row.seen_clean == 2 and row.flagged_clean == 1
+
+
+def test_naive_expectation_averages_each_choice():
+    honest = judge("q", "naive", TRUTH, [_chunk(1, GOLD_1), _chunk(2, GOLD_2)], detail={"agent": "ret-1"})
+    lying = judge("q", "naive", TRUTH, [_chunk(0, POISON)], detail={"agent": "ret-2"})
+    three = [honest, honest, lying, honest]
+    row = expected_row(three, "naive")
+    assert row.context_attacked == 0.25 and row.recall == 0.75 and row.verdict == "expected"
+    assert aggregate([row], defence=False)["context_asr"] == 0.25
+
+
+def test_answer_metrics_are_null_where_they_do_not_apply():
+    row = judge("q", "defense", TRUTH, [_chunk(1, GOLD_1)])
+    m = aggregate([row], defence=True, attack_answers=False, accuracy=False)
+    assert m["answer_asr"] is None and m["answer_asr_unnamed"] is None and m["answer_from_attack"] is None
+    assert m["answer_accuracy"] is None and m["context_asr"] == 0
+    no_gold = judge("q", "defense", Truth("Q?", ("a",), "b", frozenset(), frozenset()), [_chunk(1, GOLD_1)])
+    assert no_gold.recall is None and aggregate([no_gold], defence=True)["clean_recall_at_k"] is None

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The retrieval evaluation of issue #7: every row below on the shared data, each reported on all
+# questions and on the dev and test splits. Writes reports/retrieval/<row>.{json,md,svg,cases.jsonl}
+# and reports/retrieval/summary.md (one line per row: defence vs the best simple baseline).
+# Run time: 3,150 s (52 min) for the first run on a shared 2-core machine with an empty embedding cache
+# (most of it embedding biogen, nq and msmarco passages with e5); rows that needed no new embedding took
+# 19-35 s each, so a warm run should take roughly 10 minutes (estimate, not yet measured end to end).
+# Needs ../shared/data. Embeddings are cached in <user cache dir>/quorum/eval; the first run computes them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=reports/retrieval
+mkdir -p "$out"
+rows=()
+run() {
+  name=$1; shift
+  echo "== $name: $*"
+  local started=$SECONDS
+  .venv/bin/python main.py eval retrieval "$@" --json "$out/$name.json" \
+    | grep -E "^(form|by split|method|defense|naive|union|majority|trustrag|wall)" || true
+  [ -f "$out/$name.json" ] || { echo "no report for $name" >&2; exit 1; }
+  echo "   ($name: $((SECONDS - started)) s)"
+  rows+=("$out/$name.json")
+}
+run clean                --attack none
+run agent_1of4           --attack agent --retrievers 4 --byzantine 1
+run agent_collude_2of5   --attack agent --collude --retrievers 5 --byzantine 2
+run corpus_p5            --attack corpus --poison-count 5
+run corpus_p3            --attack corpus --poison-count 3
+run corpus_p2            --attack corpus --poison-count 2
+run corpus_p1            --attack corpus --poison-count 1
+run paraphrased          --attack corpus --variant paraphrased
+run no_mirror            --attack corpus --variant no-mirror
+run random_rank          --attack agent --retrievers 4 --byzantine 1 --variant random-rank
+run tamper_same_id       --attack tamper --variant tamper-same-id
+run tamper_new_id        --attack tamper --variant tamper-new-id
+run name_swap            --attack tamper --variant name-swap
+run omit                 --attack omit
+run adaptive             --attack corpus --variant adaptive
+run biogen_clean         --dataset biogen --attack none
+run biogen_corpus        --dataset biogen --attack corpus
+run nq_corpus            --dataset nq --attack corpus
+run msmarco_corpus       --dataset msmarco --attack corpus
+.venv/bin/python -m engine.evaluation.report summary "$out/summary.md" "${rows[@]}"
+echo "total: $SECONDS s"
