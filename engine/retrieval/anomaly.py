@@ -17,6 +17,7 @@ import numpy as np
 
 from ..text import content_words, negations, numbers
 from ..types import Chunk
+from ..verify.alignment import conflicts
 from ..verify.sentences import answer_words, rank_sentences
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
@@ -99,7 +100,7 @@ def judge_echo(question: str, members: Sequence[Chunk], independent: Sequence[Ch
     claim = answer_words(cluster_answer, question)
     claimed_numbers = numbers(cluster_answer) - numbers(question)
     if minority:
-        return EchoVerdict(True, f"{len(members)} near-duplicates that fewer than half of the retrievers returned",
+        return EchoVerdict(True, f"{_voices(len(members))} that fewer than half of the retrievers returned",
                            False, tuple(sorted(claim)), cluster_answer, "")
     for chunk in independent:
         words = set(content_words(chunk.text))
@@ -108,10 +109,14 @@ def judge_echo(question: str, members: Sequence[Chunk], independent: Sequence[Ch
                                cluster_answer, chunk.text)
     others = rank_sentences(question, independent)
     if others and ranked and others[0].score >= ANSWERS_TOO * ranked[0].score:
-        return EchoVerdict(True, f"{len(members)} near-duplicates contradicted by independent passages",
+        return EchoVerdict(True, f"{_voices(len(members))} contradicted by independent passages",
                            False, tuple(sorted(claim)), cluster_answer, others[0].text)
-    return EchoVerdict(True, f"{len(members)} near-duplicates that no independent passage corroborates",
+    return EchoVerdict(True, f"{_voices(len(members))} that no independent passage corroborates",
                        True, tuple(sorted(claim)), cluster_answer, "")
+
+
+def _voices(n: int) -> str:
+    return "a lone passage" if n == 1 else f"{n} near-duplicates"
 
 
 def _signature(text: str) -> tuple[frozenset, frozenset, frozenset]:
@@ -129,6 +134,8 @@ def edited_copies(passages: Sequence[Chunk], similarity: np.ndarray, weights: Se
         if signatures[i] == signatures[j] or weights[i] == weights[j]:
             continue      # same facts, or equal support: a conflict for the generators to face, not an edit
         low, high = (i, j) if weights[i] < weights[j] else (j, i)
-        if minority[low]:
+        # An edit puts another name or number in a slot of the original; honest pages that repeat
+        # one story with other details (a birthplace added, a date written out) do not.
+        if minority[low] and conflicts(passages[low].text, passages[high].text):
             edited[int(low)] = int(high)
     return edited

@@ -11,6 +11,7 @@ near-duplicates counts as one voice that independent passages can overrule.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,8 +23,10 @@ from ..config import RetrievalSettings
 from ..corpus import content_hash
 from ..text import content_words, overlap
 from ..types import Chunk, ChunkExplanation, ContextChunk
+from ..verify.alignment import conflicts
 from ..verify.sentences import answer_words, best_sentence
-from .anomaly import LOOKALIKE_BAND, density_labels, edited_copies, judge_echo, near_duplicate_groups
+from .anomaly import (LOOKALIKE_BAND, density_labels, edited_copies, judge_echo,
+                      near_duplicate_groups)
 from .clean import Dropped, clean
 from .consensus import agent_agreement, vote_weights
 from .features import Passage, internally_consistent, metadata_confidence
@@ -90,7 +93,7 @@ class SecureRetrieval:
         reputations, kinds = dict(reputations or {}), dict(kinds or {})
         dropped: list[Dropped] = []
         cleaned = {agent: clean(agent, tuple(chunks), s, dropped) for agent, chunks in replies.items()}
-        disputed_keys, id_disputes = self._id_disputes(cleaned, reputations)
+        disputed_keys, tied_keys, id_disputes = self._id_disputes(cleaned, reputations)
         passages, lists = self._group(cleaned)
         timings["clean"] = _ms(started)
 
@@ -150,7 +153,7 @@ class SecureRetrieval:
             scored.append(ContextChunk(chunk=p.chunk, score=round(votes * evidence, 6), supported_by=p.agents,
                                        disputed_by=tuple(sorted(id_disputes.get((p.chunk.id, p.key), ()))),
                                        explanation=explanation))
-        suspects = self._suspects(cleaned, passages, marks.flags)
+        suspects = self._suspects(cleaned, passages, marks.flags, tied_keys)
         context, excluded, fallback = self._select(scored, marks, below, {x.agent_id for x in suspects})
         timings["vote"] = _ms(started)
         if not context:
@@ -168,20 +171,32 @@ class SecureRetrieval:
         disputed; on a tie no text wins (all are disputed), so the order in which retrievers answered
         never decides which text is the honest one."""
         by_id: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        texts: dict[str, str] = {}
         for agent, chunks in cleaned.items():
             for chunk in chunks:
                 by_id[chunk.id][content_hash(chunk.text)].append(agent)
+                texts[content_hash(chunk.text)] = chunk.text
         disputed_keys: set[str] = set()
+        tied_keys: set[str] = set()     # disputed on a tie: nobody can say which sender lied
         id_disputes: dict[tuple[str, str], set[str]] = {}   # (id, text hash) -> agents that sent another text
         for chunk_id, variants in by_id.items():
             if len(variants) > 1:
                 weight = {key: sum(reputations.get(a, 1.0) for a in agents) for key, agents in variants.items()}
                 ranked = sorted(variants.items(), key=lambda kv: (-weight[kv[0]], kv[0]))
                 tied = weight[ranked[0][0]] <= weight[ranked[1][0]]
+                if tied and len(ranked) == 2:
+                    # Equal support: the text whose changed facts the other passages also state wins.
+                    others = " ".join(t for key, t in texts.items() if key not in variants).lower()
+                    winner = _corroborated_variant(texts[ranked[0][0]], texts[ranked[1][0]], others)
+                    if winner is not None:
+                        ranked = ranked if winner == 0 else ranked[::-1]
+                        tied = False
                 disputed_keys.update(key for key, _ in (ranked if tied else ranked[1:]))
+                if tied:
+                    tied_keys.update(key for key, _ in ranked)
                 for key, _ in ranked:
                     id_disputes[(chunk_id, key)] = {a for other, agents in ranked if other != key for a in agents}
-        return disputed_keys, id_disputes
+        return disputed_keys, tied_keys, id_disputes
 
     def _vector_anomalies(self, question: str, passages: list[Passage], vectors: np.ndarray, query_vec: np.ndarray,
                           shares: list[float], below: list[bool], marks: _Marks) -> None:
@@ -238,6 +253,36 @@ class SecureRetrieval:
                         marks.redundant.add(i)
                         marks.notes[i] = f"near-duplicate of [{chunks[best].id}]: one voice ({verdict.reason})"
 
+        self._lone_mirrors(question, passages, similarity, to_question, independent, claimed, shares, marks)
+
+    def _lone_mirrors(self, question: str, passages: list[Passage], similarity: np.ndarray, to_question: np.ndarray,
+                      independent: np.ndarray, claimed: set[int], shares: list[float], marks: _Marks) -> None:
+        """One or two planted texts make no cluster, but they share the echo's tell: written to be
+        retrieved, they mirror the question far more closely than any independent passage does.
+        Such a passage is judged as an echo of one: it stays only if an independent passage
+        carries its claim."""
+        s = self.settings
+        chunks = [p.chunk for p in passages]
+        near = s.echo_similarity - LOOKALIKE_BAND
+        for i in range(len(passages)):
+            if i in claimed or not independent[i] or marks.flags[i] & ANOMALY_FLAGS:
+                continue
+            unlike = [j for j in range(len(passages)) if j != i and independent[j] and similarity[i, j] < near]
+            if not unlike or echo_margin(to_question, [i], unlike) <= s.mirror_margin:
+                continue
+            others = [chunks[j] for j in unlike if not marks.flags[j] & ANOMALY_FLAGS]
+            verdict = judge_echo(question, [chunks[i]], others, minority=shares[i] < 0.5,
+                                 corroboration=s.corroboration)
+            if verdict.keep_out:
+                marks.flags[i].add("echo")
+                marks.notes[i] = f"{verdict.reason}, mirroring the question more closely than any independent passage"
+                if verdict.unanswered and not marks.unanswered:
+                    marks.unanswered = (f"the only passage that answers the question mirrors it and nothing "
+                                        f"independent corroborates it: '{verdict.cluster_answer[:160]}'")
+                marks.positions.append(Position(
+                    claim=verdict.claim, answer=verdict.cluster_answer, chunk_ids=(chunks[i].id,),
+                    agents=passages[i].agents, reason=verdict.reason))
+
     def _select(self, scored: list[ContextChunk], marks: _Marks, below: list[bool],
                 suspects: set[str]) -> tuple[tuple[ContextChunk, ...], tuple[ContextChunk, ...], bool]:
         """Top K of the passages with quorum and no anomaly; free places go to clean passages below
@@ -282,12 +327,16 @@ class SecureRetrieval:
         return passages, lists
 
     @staticmethod
-    def _suspects(cleaned: Mapping[str, list[Chunk]], passages: list[Passage], flags: list[set[str]]) -> tuple[Suspect, ...]:
+    def _suspects(cleaned: Mapping[str, list[Chunk]], passages: list[Passage], flags: list[set[str]],
+                  tied_keys: set[str] = frozenset()) -> tuple[Suspect, ...]:
         """An agent whose top passage, or at least two of its passages, were kept out as anomalies
-        that most other agents did not return."""
+        that most other agents did not return. A text disputed on a tie blames no one: either
+        sender may be the liar."""
         bad_by_agent: dict[str, list[tuple[int, str]]] = defaultdict(list)
         for i, p in enumerate(passages):
             reasons = flags[i] & set(EXCLUDING_FLAGS)
+            if p.key in tied_keys:
+                reasons -= {"disputed"}
             # A poisoned corpus makes honest agents return anomalies too: only a minority's anomaly counts.
             if not reasons or len(p.agents) * 2 >= len(cleaned):
                 continue
@@ -299,6 +348,26 @@ class SecureRetrieval:
                 kinds = ", ".join(sorted({why for _, why in bad}))
                 suspects.append(Suspect(agent, f"{len(bad)} of its {len(cleaned[agent])} passages kept out ({kinds})"))
         return tuple(suspects)
+
+
+def _corroborated_variant(a: str, b: str, elsewhere: str) -> int | None:
+    """0 or 1: the one of two texts under one id whose differing names and numbers appear in other
+    passages while the other's do not (a tamperer's new value is stated nowhere else); None when
+    that does not settle it."""
+    a_to_b, b_to_a = conflicts(a, b), conflicts(b, a)
+    if not a_to_b and not b_to_a:
+        return None
+    a_says = {c.claim_says.lower() for c in a_to_b} | {c.evidence_says.lower() for c in b_to_a}
+    b_says = {c.evidence_says.lower() for c in a_to_b} | {c.claim_says.lower() for c in b_to_a}
+    a_seen = any(_mentioned(v, elsewhere) for v in a_says - b_says)
+    b_seen = any(_mentioned(v, elsewhere) for v in b_says - a_says)
+    if a_seen != b_seen:
+        return 0 if a_seen else 1
+    return None
+
+
+def _mentioned(value: str, text: str) -> bool:
+    return re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", text) is not None
 
 
 def echo_margin(to_question: np.ndarray, group: list[int], others: list[int]) -> float:

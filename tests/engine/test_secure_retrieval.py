@@ -44,6 +44,7 @@ def test_a_tie_under_one_id_lets_neither_text_in_whichever_retriever_answered_fi
         assert "moons#0" not in ids(result.context)
         disputed = [c for c in result.excluded if c.chunk.id == "moons#0"]
         assert len(disputed) == 2 and all("disputed" in c.explanation.flags for c in disputed)
+        assert not result.suspects      # either sender may be the liar: a tie blames no one
 
 
 def test_tampered_near_copy_under_a_new_id_is_flagged(secure):
@@ -148,3 +149,13 @@ def test_judge_echo_weighs_the_cluster_against_independent_answers():
     unanswered = judge_echo(QUESTION, list(LIES), [VOLCANO], minority=False, corroboration=0.7)
     assert unanswered.keep_out and unanswered.unanswered
     assert judge_echo(QUESTION, list(LIES), [VOLCANO], minority=True, corroboration=0.7).keep_out
+
+
+def test_a_tie_under_one_id_goes_to_the_text_whose_facts_other_passages_state(secure):
+    edited = Chunk("moons#0", MOONS.text.replace("1877", "1881"))
+    hall = Chunk("hall#0", "Asaph Hall found the moons of Mars at the US Naval Observatory in 1877.")
+    for replies in ({"rogue": (edited, hall), "a": (MOONS, hall)}, {"a": (MOONS, hall), "rogue": (edited, hall)}):
+        result = secure.run(QUESTION, replies)
+        kept = [c for c in result.context if c.chunk.id == "moons#0"]
+        assert [c.chunk.text for c in kept] == [MOONS.text]
+        assert "1881" not in " ".join(c.chunk.text for c in result.context)
