@@ -25,7 +25,7 @@ from ..text import content_words, overlap
 from ..types import Chunk, ChunkExplanation, ContextChunk
 from ..verify.alignment import conflicts
 from ..verify.sentences import answer_words, best_sentence
-from .anomaly import (LOOKALIKE_BAND, density_labels, edited_copies, judge_echo,
+from .anomaly import (LOOKALIKE_BAND, EchoVerdict, density_labels, edited_copies, judge_echo,
                       near_duplicate_groups)
 from .clean import Dropped, clean
 from .consensus import agent_agreement, vote_weights
@@ -229,9 +229,15 @@ class SecureRetrieval:
             unlike = [i for i in others if i not in lookalikes]
             if echo_margin(to_question, group, unlike) <= s.echo_margin:
                 continue
-            verdict = judge_echo(question, [chunks[i] for i in group],
-                                 [chunks[i] for i in others if not marks.flags[i] & ANOMALY_FLAGS],
-                                 minority=all(shares[i] < 0.5 for i in group), corroboration=s.corroboration)
+            voices = group + copies
+            if len(voices) >= 2 * s.echo_min_size and 2 * len(voices) >= int(independent.sum()):
+                # Half or more of everything retrieved, and more copies than a planted echo needs: the
+                # mainstream of the sources (web pages repeating one biography). It counts as one voice.
+                verdict = EchoVerdict(False, "the mainstream of what was retrieved", False, (), "", "")
+            else:
+                verdict = judge_echo(question, [chunks[i] for i in group],
+                                     [chunks[i] for i in others if not marks.flags[i] & ANOMALY_FLAGS],
+                                     minority=all(shares[i] < 0.5 for i in group), corroboration=s.corroboration)
             if verdict.keep_out:
                 if verdict.unanswered:
                     marks.unanswered = (f"the only passages that answer the question are {verdict.reason}: "
