@@ -36,6 +36,13 @@ run tamper_new_id        --attack tamper --variant tamper-new-id
 run name_swap            --attack tamper --variant name-swap
 run omit                 --attack omit
 run adaptive             --attack corpus --variant adaptive
+# strict mode (the high tier): lone passages that mirror the question must be corroborated
+run strict_clean         --attack none --mode strict
+run strict_corpus_p1     --attack corpus --poison-count 1 --mode strict
+run strict_corpus_p2     --attack corpus --poison-count 2 --mode strict
+run strict_corpus_p5     --attack corpus --poison-count 5 --mode strict
+run strict_adaptive      --attack corpus --variant adaptive --mode strict
+run strict_biogen_clean  --dataset biogen --attack none --mode strict
 run biogen_clean         --dataset biogen --attack none
 run biogen_corpus        --dataset biogen --attack corpus
 run nq_corpus            --dataset nq --attack corpus

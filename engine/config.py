@@ -39,8 +39,9 @@ class RetrievalSettings:
     echo_min_size: int = 3        # near-duplicates it takes to make an echo cluster
     echo_margin: float = 0.02     # how much closer to the question than any independent passage an echo sits
     corroboration: float = 0.85   # share of an echo's claim an independent passage must carry to corroborate it
-    mirror_margin: float = 1.0    # a lone passage (or a pair) this much closer to the question than any
-                                  # independent passage is judged like an echo (1.0: never)
+    mirror_margin: float = 0.1    # strict mode: a lone passage (or a pair) this much closer to the question
+                                  # than any independent passage is judged like an echo
+    mirror_corroboration: float = 0.6   # share of such a passage's claim another passage must carry to corroborate it
     tamper_similarity: float = 0.9    # cosine above which differing numbers or names mean an edited copy
     min_cluster_size: int = 2     # HDBSCAN
 
@@ -62,7 +63,8 @@ class GenerationSettings:
 class TierPolicy:
     retrievers: int = 0           # 0 = every eligible retriever
     generators: int = 0
-    retrieval_mode: str = "full"  # full: anomaly detection and weighted votes; optimistic: simple comparison
+    retrieval_mode: str = "full"  # full: anomaly detection and weighted votes; optimistic: simple comparison;
+                                  # strict: full, and lone passages that mirror the question must be corroborated
 
 
 @dataclass(frozen=True)
@@ -163,9 +165,9 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
     for name, table in raw_tiers.items():
         tiers[name] = _build_section(file, f"tiers.{name}", TierPolicy, table)
-        if tiers[name].retrieval_mode not in ("full", "optimistic"):
+        if tiers[name].retrieval_mode not in ("full", "optimistic", "strict"):
             raise ConfigError(file, f"tiers.{name}.retrieval_mode",
-                              f"expected full or optimistic, found {tiers[name].retrieval_mode!r}")
+                              f"expected full, optimistic or strict, found {tiers[name].retrieval_mode!r}")
     settings = EngineSettings(
         retrieval=_build_section(file, "retrieval", RetrievalSettings, data.get("retrieval", {})),
         generation=_build_section(file, "generation", GenerationSettings, data.get("generation", {})),

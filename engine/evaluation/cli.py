@@ -67,7 +67,8 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
                      help="poison as published (question + '.' + text) or the text alone")
     ret.add_argument("--k", type=int, default=5, help="final context size")
     ret.add_argument("--limit", type=int, help="first N cases only")
-    ret.add_argument("--mode", choices=("full", "optimistic"), default="full", help="SecureRetrieval mode")
+    ret.add_argument("--mode", choices=("full", "optimistic", "strict"), default="full",
+                     help="SecureRetrieval mode (strict: also lone passages that mirror the question; the high tier's)")
     ret.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
     ret.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     ret.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")

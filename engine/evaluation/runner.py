@@ -36,7 +36,7 @@ from .variants import STANDARD, VARIANTS
 DEFENCE = "defense"
 SPLIT_CHOICES = SPLITS + ("all",)
 METHODS = (DEFENCE,) + baselines.BASELINES
-MODES = ("full", "optimistic")
+MODES = ("full", "optimistic", "strict")
 FIXED_TODAY = dt.date(2025, 1, 1)   # freshness is computed against a fixed day, so runs replay exactly
 EMBED_BATCH = 64
 

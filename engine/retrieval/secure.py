@@ -31,7 +31,7 @@ from .clean import Dropped, clean
 from .consensus import agent_agreement, vote_weights
 from .features import Passage, internally_consistent, metadata_confidence
 
-FULL, OPTIMISTIC = "full", "optimistic"
+FULL, OPTIMISTIC, STRICT = "full", "optimistic", "strict"
 EXCLUDING_FLAGS = ("echo", "tampered", "disputed")          # an agent returning these is reported
 ANOMALY_FLAGS = frozenset(EXCLUDING_FLAGS + ("outlier",))    # a passage with any of these never enters the context
 OFF_TOPIC = 0.15     # rescaled query similarity below which a lone passage is off the question's topic
@@ -99,7 +99,7 @@ class SecureRetrieval:
 
         started = time.perf_counter()
         vectors = query_vec = None
-        if mode == FULL and passages and self.embedder is not None:
+        if mode in (FULL, STRICT) and passages and self.embedder is not None:
             vectors = np.asarray(self.embedder.embed_passages([p.chunk.text for p in passages]), dtype=np.float32)
             query_vec = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
         timings["embed"] = _ms(started)
@@ -122,7 +122,8 @@ class SecureRetrieval:
         labels = np.full(len(passages), -1)
         if vectors is not None:
             labels = density_labels(vectors, s.min_cluster_size)
-            self._vector_anomalies(question, passages, vectors, query_vec, shares, below, marks)
+            self._vector_anomalies(question, passages, vectors, query_vec, shares, below, marks,
+                                   lone_mirrors=mode == STRICT)
         timings["anomaly"] = _ms(started)
 
         started = time.perf_counter()
@@ -199,7 +200,7 @@ class SecureRetrieval:
         return disputed_keys, tied_keys, id_disputes
 
     def _vector_anomalies(self, question: str, passages: list[Passage], vectors: np.ndarray, query_vec: np.ndarray,
-                          shares: list[float], below: list[bool], marks: _Marks) -> None:
+                          shares: list[float], below: list[bool], marks: _Marks, lone_mirrors: bool = False) -> None:
         s = self.settings
         # Thresholds are on one scale whatever the model: rescale cosines above its unrelated-text floor.
         floor = getattr(self.embedder, "similarity_floor", 0.0)
@@ -259,7 +260,8 @@ class SecureRetrieval:
                         marks.redundant.add(i)
                         marks.notes[i] = f"near-duplicate of [{chunks[best].id}]: one voice ({verdict.reason})"
 
-        self._lone_mirrors(question, passages, similarity, to_question, independent, claimed, shares, marks)
+        if lone_mirrors:
+            self._lone_mirrors(question, passages, similarity, to_question, independent, claimed, shares, marks)
 
     def _lone_mirrors(self, question: str, passages: list[Passage], similarity: np.ndarray, to_question: np.ndarray,
                       independent: np.ndarray, claimed: set[int], shares: list[float], marks: _Marks) -> None:
@@ -276,9 +278,14 @@ class SecureRetrieval:
             unlike = [j for j in range(len(passages)) if j != i and independent[j] and similarity[i, j] < near]
             if not unlike or echo_margin(to_question, [i], unlike) <= s.mirror_margin:
                 continue
-            others = [chunks[j] for j in unlike if not marks.flags[j] & ANOMALY_FLAGS]
+            # Any passage that is not its near-duplicate may corroborate it (an honest source in other
+            # words), and so may a near-duplicate from another source written at another date: planted
+            # copies come from one hand at one time.
+            others = [chunks[j] for j in range(len(passages)) if j != i and independent[j]
+                      and not marks.flags[j] & ANOMALY_FLAGS
+                      and (similarity[i, j] < s.echo_similarity or _another_source_and_date(chunks[i], chunks[j]))]
             verdict = judge_echo(question, [chunks[i]], others, minority=shares[i] < 0.5,
-                                 corroboration=s.corroboration)
+                                 corroboration=s.mirror_corroboration)
             if verdict.keep_out:
                 marks.flags[i].add("echo")
                 marks.notes[i] = f"{verdict.reason}, mirroring the question more closely than any independent passage"
@@ -354,6 +361,12 @@ class SecureRetrieval:
                 kinds = ", ".join(sorted({why for _, why in bad}))
                 suspects.append(Suspect(agent, f"{len(bad)} of its {len(cleaned[agent])} passages kept out ({kinds})"))
         return tuple(suspects)
+
+
+def _another_source_and_date(a: Chunk, b: Chunk) -> bool:
+    source_a, source_b = a.metadata.get("source") or a.source, b.metadata.get("source") or b.source
+    date_a, date_b = a.metadata.get("date"), b.metadata.get("date")
+    return bool(source_a and source_b and date_a and date_b) and source_a != source_b and date_a != date_b
 
 
 def _corroborated_variant(a: str, b: str, elsewhere: str) -> int | None:
