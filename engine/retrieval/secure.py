@@ -289,9 +289,11 @@ class SecureRetrieval:
             if verdict.keep_out:
                 marks.flags[i].add("echo")
                 marks.notes[i] = f"{verdict.reason}, mirroring the question more closely than any independent passage"
-                if verdict.unanswered and not marks.unanswered:
-                    marks.unanswered = (f"the only passage that answers the question mirrors it and nothing "
-                                        f"independent corroborates it: '{verdict.cluster_answer[:160]}'")
+                # The rest of the context may not answer at all: rather than answer from it, abstain and
+                # show the kept-out position (strict mode is for answers an operator reviews anyway).
+                if not marks.unanswered:
+                    marks.unanswered = (f"the passage that answers the question most directly mirrors it and "
+                                        f"nothing independent corroborates it: '{verdict.cluster_answer[:160]}'")
                 marks.positions.append(Position(
                     claim=verdict.claim, answer=verdict.cluster_answer, chunk_ids=(chunks[i].id,),
                     agents=passages[i].agents, reason=verdict.reason))

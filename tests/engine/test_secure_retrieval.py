@@ -175,6 +175,7 @@ def test_strict_mode_keeps_out_a_lone_planted_passage_that_mirrors_the_question(
     assert "planted#0" not in ids(strict.context)
     flagged = {c.chunk.id: c.explanation for c in strict.excluded}
     assert "echo" in flagged["planted#0"].flags and "mirror" in flagged["planted#0"].note
+    assert "mirrors it" in strict.abstain_reason     # abstain and show it, rather than answer from the rest
 
 
 def test_strict_mode_keeps_a_lone_answer_another_source_of_another_date_repeats(secure):
