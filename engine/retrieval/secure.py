@@ -230,10 +230,11 @@ class SecureRetrieval:
             unlike = [i for i in others if i not in lookalikes]
             if echo_margin(to_question, group, unlike) <= s.echo_margin:
                 continue
-            voices = group + copies
-            if len(voices) >= 2 * s.echo_min_size and 2 * len(voices) >= int(independent.sum()):
-                # Half or more of everything retrieved, and more copies than a planted echo needs: the
-                # mainstream of the sources (web pages repeating one biography). It counts as one voice.
+            if len(group) >= 2 * s.echo_min_size and 2 * len(group) >= int(independent.sum()):
+                # Half or more of everything retrieved, and twice the near-duplicates an echo needs:
+                # the mainstream of the sources (web pages repeating one biography), one voice. An
+                # attacker must plant that many copies and outnumber the rest to pass as it, and then
+                # still counts once.
                 verdict = EchoVerdict(False, "the mainstream of what was retrieved", False, (), "", "")
             else:
                 verdict = judge_echo(question, [chunks[i] for i in group],
