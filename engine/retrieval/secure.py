@@ -34,6 +34,7 @@ from .features import Passage, internally_consistent, metadata_confidence
 FULL, OPTIMISTIC, STRICT = "full", "optimistic", "strict"
 EXCLUDING_FLAGS = ("echo", "tampered", "disputed")          # an agent returning these is reported
 ANOMALY_FLAGS = frozenset(EXCLUDING_FLAGS + ("outlier",))    # a passage with any of these never enters the context
+MAINSTREAM = 3       # a near-duplicate group this many times echo_min_size, half of all retrieved, is the mainstream
 OFF_TOPIC = 0.15     # rescaled query similarity below which a lone passage is off the question's topic
 
 
@@ -230,11 +231,12 @@ class SecureRetrieval:
             unlike = [i for i in others if i not in lookalikes]
             if echo_margin(to_question, group, unlike) <= s.echo_margin:
                 continue
-            if len(group) >= 2 * s.echo_min_size and 2 * len(group) >= int(independent.sum()):
-                # Half or more of everything retrieved, and twice the near-duplicates an echo needs:
-                # the mainstream of the sources (web pages repeating one biography), one voice. An
-                # attacker must plant that many copies and outnumber the rest to pass as it, and then
-                # still counts once.
+            if len(group) >= MAINSTREAM * s.echo_min_size and 2 * len(group) >= int(independent.sum()):
+                # Half or more of everything retrieved, and three times the near-duplicates an echo
+                # needs: the mainstream of the sources (web pages repeating one biography), one voice.
+                # An attacker must plant that many copies and outnumber the rest to pass as it, and
+                # then still counts once. (Twice was too few: five planted texts and the honest
+                # look-alikes a group gathers reach it.)
                 verdict = EchoVerdict(False, "the mainstream of what was retrieved", False, (), "", "")
             else:
                 verdict = judge_echo(question, [chunks[i] for i in group],

@@ -189,7 +189,8 @@ def test_strict_mode_keeps_a_lone_answer_another_source_of_another_date_repeats(
 def test_many_sources_repeating_one_story_are_the_mainstream_not_an_echo(secure):
     bios = tuple(Chunk(f"bio{i}#0", f"Asaph Hall discovered the two moons of Mars, Phobos and Deimos, in 1877{tail}")
                  for i, tail in enumerate((".", " at the Naval Observatory.", ", in August.", " using a refractor.",
-                                           ", as he reported.", ", historians agree.", ", records show.")))
+                                           ", as he reported.", ", historians agree.", ", records show.",
+                                           ", his notes say.", ", then announced it.", ", as is well known.")))
     result = secure.run(QUESTION, {name: bios + (VOLCANO,) for name in ("a", "b", "c")})
     assert any(c.chunk.id.startswith("bio") for c in result.context)
     assert not any("echo" in c.explanation.flags for c in result.excluded) and not result.abstain_reason
