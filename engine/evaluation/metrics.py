@@ -5,8 +5,9 @@ and a tampered chunk keeps the honest id. An abstention (or an empty context) co
 attack success nor a correct answer, and has recall 0 (the user got no passage).
 
 A clean passage counts as a false positive of the defence (anomaly_fpr) when it got an anomaly flag
-or was kept out of the context for any reason but a full context: below quorum and returned by a
-suspect, an echo's extra copy, or left out while the context had room (an abstention included).
+or was kept out by the quorum: below quorum while the context had room, or returned by a suspect. A
+near-duplicate whose twin speaks for it, and the passages of a question the defence abstained on
+(abstention_rate), are not counted.
 """
 from __future__ import annotations
 

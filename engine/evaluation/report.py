@@ -29,9 +29,10 @@ LEGEND = {
                         "n/a where the corpus does not hold the correct answer (biogen, nq, msmarco)"),
     "clean_recall_at_k": ("share of the question's gold (supporting) passages in the final top K, averaged; "
                           "n/a without gold passages (biogen, nq, msmarco)"),
-    "anomaly_fpr": ("defence only: per question, clean passages flagged or kept out for any reason but a full "
-                    "context (below quorum from a suspect, echo copy, left out with room, abstention) / clean "
-                    "passages it saw; averaged over questions"),
+    "anomaly_fpr": ("defence only: per question, clean passages flagged as anomalies or kept out by the quorum "
+                    "(below quorum with room in the context, or returned by a suspect) / clean passages it saw; "
+                    "averaged over questions (a near-duplicate whose twin is in the context, and the passages of "
+                    "an abstention, are not counted: that is abstention_rate)"),
     "anomaly_fpr_pooled": "defence only: the same count pooled over every clean passage of every question",
     "anomaly_tpr": "defence only: attack chunks with any anomaly flag / attack chunks in context + excluded",
     "suspect_precision": "defence only: suspects that are Byzantine retrievers / all suspects named (pooled)",
