@@ -117,7 +117,10 @@ class SecureRetrieval:
         for i, p in enumerate(passages):
             if p.key in disputed_keys:
                 marks.flags[i].add("disputed")
-                marks.notes[i] = "another text under the same id has as much support or more"
+                marks.notes[i] = ("another text under the same id has as much support, and nothing settles which "
+                                  "is true" if p.key in tied_keys else
+                                  "another text under the same id has more support, or states what other "
+                                  "passages state")
             if not internally_consistent(p.chunk.text):
                 marks.flags[i].add("inconsistent")
         labels = np.full(len(passages), -1)
