@@ -17,7 +17,7 @@ from typing import Mapping
 from ..config import GenerationSettings
 from ..text import coverage
 from ..types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
-from ..verify.dated import DatedConflict, dated_conflict
+from ..verify.dated import dated_conflict
 from ..verify.verifier import Verifier
 from .claims import claims_to_check
 from .consistency import contradicts, mutual_agreement
@@ -89,8 +89,8 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     conflict = dated_conflict(question, tuple(c.chunk for c in context))
     outdated: set[str] = set()
     if conflict is not None:
-        best = _prefer_newer(best, candidates, conflict, settings)
         outdated = {s.chunk_id for s in conflict.older}
+        best = _prefer_newer(best, candidates, conflict.newer.chunk_id, outdated, settings)
     # A supported answer contests the best one when it states another fact about the same thing
     # and comes within contest_margin, or when nothing at all sets the two apart (equal credibility).
     # One that says something different but compatible (another true sentence) and is less
@@ -105,7 +105,7 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
                         f"no consistent conclusion: {len(rivals) + 1} supported answers disagree")
     reason = (f"supported by {best.support_rate:.0%} of its claims; "
               f"{len(best.agreeing) + 1} of {len(candidates)} generators agree")
-    if conflict is not None and _cites(best, outdated) and not _cites(best, {conflict.newer.chunk_id}):
+    if conflict is not None and _from_outdated(best, conflict.newer.chunk_id, outdated):
         reason += f"; no generator answered from the newer source: {conflict.describe()}"
     elif conflict is not None:
         reason += f"; {conflict.describe()}"
@@ -116,12 +116,15 @@ def _cites(candidate: Candidate, chunk_ids: set[str]) -> bool:
     return any(cid in chunk_ids for claim in candidate.generation.claims for cid in claim.citations)
 
 
-def _prefer_newer(best: Candidate, candidates: list[Candidate], conflict: DatedConflict,
+def _from_outdated(candidate: Candidate, newer: str, outdated: set[str]) -> bool:
+    return _cites(candidate, outdated) and not _cites(candidate, {newer})
+
+
+def _prefer_newer(best: Candidate, candidates: list[Candidate], newer: str, outdated: set[str],
                   settings: GenerationSettings) -> Candidate:
     """An answer drawn from an outdated source gives way to a supported one from the newer source."""
-    older = {s.chunk_id for s in conflict.older}
-    if not _cites(best, older) or _cites(best, {conflict.newer.chunk_id}):
+    if not _from_outdated(best, newer, outdated):
         return best
-    newer = [c for c in candidates if c.support_rate >= settings.min_support
-             and _cites(c, {conflict.newer.chunk_id}) and not _cites(c, older)]
-    return newer[0] if newer else best
+    fresh = [c for c in candidates if c.support_rate >= settings.min_support
+             and _cites(c, {newer}) and not _cites(c, outdated)]
+    return fresh[0] if fresh else best

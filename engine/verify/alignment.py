@@ -124,15 +124,19 @@ def _cues(tokens: Sequence[Token], entity: Entity) -> tuple[str, str]:
     return before, after
 
 
-def conflicts(claim: str, sentence: str, context: Sequence[str] = ()) -> list[Conflict]:
+def conflicts(claim: str, sentence: str, context: Sequence[str] = (), *,
+              capitals: frozenset[str] | None = None) -> list[Conflict]:
     """What the claim changed in the sentence it mirrors (empty: no substitution, no exchange).
 
     - substituted: the claim has an entity the sentence lacks, in the slot (same word before or
       after it) where the sentence has an entity of the same kind that the claim lacks;
     - roles exchanged: two entities of the sentence occupy each other's slots in the claim, and
       nothing but a coordination ("and", "or") stands between them in the sentence.
+    `capitals`: mid_sentence_capitals of the claim, the sentence and the context, when the caller
+    compares one claim with several sentences of the same context and has them already.
     """
-    capitals = mid_sentence_capitals([claim, sentence, *context])
+    if capitals is None:
+        capitals = mid_sentence_capitals([claim, sentence, *context])
     claim_tokens, sentence_tokens = tokenize(claim), tokenize(sentence)
     claim_entities = entities(claim_tokens, capitals)
     sentence_entities = entities(sentence_tokens, capitals)
@@ -188,9 +192,11 @@ def same_entities(a: str, b: str) -> bool:
     return found[0] == found[1]
 
 
-def names_every_entity(claim: str, sentence: str, context: Sequence[str] = ()) -> bool:
+def names_every_entity(claim: str, sentence: str, context: Sequence[str] = (), *,
+                       capitals: frozenset[str] | None = None) -> bool:
     """Whether the sentence names every number and name the claim states."""
-    capitals = mid_sentence_capitals([claim, sentence, *context])
+    if capitals is None:
+        capitals = mid_sentence_capitals([claim, sentence, *context])
     words = {t.lower for t in tokenize(sentence)}
     return all(set(e.words) <= words for e in entities(tokenize(claim), capitals))
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..text import content_words, coverage, negation_count, numbers, sentences, words
 from ..types import Chunk, ClaimLabel
-from .alignment import conflicts, names_every_entity
+from .alignment import conflicts, mid_sentence_capitals, names_every_entity
 
 COPIED = 0.5     # word-order similarity at which a claim is read as a copy of a sentence, however it embeds
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
@@ -74,17 +74,22 @@ class EvidenceVerifier:
         aligned = [(sentence, score) for sentence, score in ranked[:3] if score >= self.alignment]
         # The sentence the claim copies word for word may embed far from it when a long name was
         # swapped in ("It has a What Are Little Boys Made Of number of 821"): word order finds it.
-        copied = max(ranked, key=lambda pair: _word_order_similarity(claim, pair[0]), default=None)
-        if copied and copied not in aligned and _word_order_similarity(claim, copied[0]) >= COPIED:
-            aligned.append((copied[0], max(copied[1], self.alignment)))
+        if ranked:
+            order = [_word_order_similarity(claim, sentence) for sentence, _ in ranked]
+            copied = ranked[int(np.argmax(order))]
+            if copied not in aligned and max(order) >= COPIED:
+                aligned.append((copied[0], max(copied[1], self.alignment)))
         if aligned:
             # The claim mirrors a sentence: compare it with that sentence, slot by slot. A sentence
             # it mirrors without any change wins over a closer one it contradicts (a true claim can
             # sit next to a similar sentence about something else).
             best, alignment = aligned[0]
-            found = [(sentence, score, conflicts(claim, sentence, texts)) for sentence, score in aligned]
+            # Every candidate sentence is part of the evidence: one set of its names serves them all.
+            capitals = mid_sentence_capitals([claim, *texts])
+            found = [(sentence, score, conflicts(claim, sentence, capitals=capitals)) for sentence, score in aligned]
             clean = [(sentence, score) for sentence, score, conflict in found if not conflict]
-            whole = [(sentence, score) for sentence, score in clean if names_every_entity(claim, sentence, texts)]
+            whole = [(sentence, score) for sentence, score in clean
+                     if names_every_entity(claim, sentence, capitals=capitals)]
             if whole or (clean and len(clean) == len(found)):
                 best, alignment = (whole or clean)[0]
             else:
