@@ -2,7 +2,7 @@
 # The retrieval evaluation of issue #7: every row below on the shared data, each reported on all
 # questions and on the dev and test splits. Writes reports/retrieval/<row>.{json,md,svg,cases.jsonl}
 # and reports/retrieval/summary.md (one line per row: defence vs the best simple baseline).
-# Run time: 584 s warm (embeddings cached), 25 rows; the first run with an empty embedding cache took 3,150 s
+# Run time: 584 s warm (embeddings cached) for the first 25 rows, about 80 s more for the 4 corroborated rows; the first run with an empty embedding cache took 3,150 s
 # here, most of it e5 (about 13 texts/s) embedding the biogen, nq and msmarco passages.
 # Needs ../shared/data. Embeddings are cached in <user cache dir>/quorum/eval; the first run computes them.
 set -euo pipefail
@@ -46,5 +46,11 @@ run biogen_clean         --dataset biogen --attack none
 run biogen_corpus        --dataset biogen --attack corpus
 run nq_corpus            --dataset nq --attack corpus
 run msmarco_corpus       --dataset msmarco --attack corpus
+# isolate-then-aggregate at the answer: every method's context answered only with a sentence that a
+# second passage corroborates (it abstains otherwise); what it buys under 1-2 planted texts, what it costs clean
+run corroborated_clean   --attack none --answerer corroborated
+run corroborated_p1      --attack corpus --poison-count 1 --answerer corroborated
+run corroborated_p2      --attack corpus --poison-count 2 --answerer corroborated
+run corroborated_p5      --attack corpus --poison-count 5 --answerer corroborated
 .venv/bin/python -m engine.evaluation.report summary "$out/summary.md" "${rows[@]}"
 echo "total: $SECONDS s"

@@ -69,6 +69,9 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
     ret.add_argument("--limit", type=int, help="first N cases only")
     ret.add_argument("--mode", choices=("full", "optimistic", "strict"), default="full",
                      help="SecureRetrieval mode (strict: also lone passages that mirror the question; the high tier's)")
+    ret.add_argument("--answerer", choices=("extractive", "corroborated"), default="extractive",
+                     help="how every method's context is answered: the fleet's extractive generator, or one that "
+                          "answers only with a sentence a second passage corroborates (isolate-then-aggregate)")
     ret.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
     ret.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     ret.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
@@ -125,7 +128,8 @@ def _digest(paths) -> str:
 
 
 def _source_fingerprint(settings_path: Path | None, defence_dirs: Sequence[str] = ("retrieval",),
-                        measured: Sequence[str] = ("agents/retrievers.py", "agents/extractive.py", "agents/faults.py",
+                        measured: Sequence[str] = ("agents/retrievers.py", "agents/extractive.py", "agents/corroborated.py",
+                                                   "agents/faults.py",
                                                    "text.py", "corpus.py", "verify/embedders.py")) -> dict:
     """Which code produced the numbers: hashes of the defence (engine/<defence_dirs>/*.py and the
     settings file) and of the rest of the measured path (retrievers, generator, faults, text, embedders)."""
@@ -148,6 +152,12 @@ def _load_average() -> float | None:
         return round(os.getloadavg()[0], 2)
     except (AttributeError, OSError):
         return None
+
+
+def _answerer(name: str):
+    from ..agents.corroborated import CorroboratedGenerator
+    from ..agents.extractive import ExtractiveGenerator
+    return CorroboratedGenerator() if name == "corroborated" else ExtractiveGenerator()
 
 
 def _retrieval(args) -> int:
@@ -189,7 +199,7 @@ def _retrieval(args) -> int:
     fingerprint = _source_fingerprint(args.settings)
     load_before = _load_average()
     try:
-        result = Evaluation(settings, embedders, progress=progress).run(cases, config)
+        result = Evaluation(settings, embedders, progress=progress, generator=_answerer(args.answerer)).run(cases, config)
     finally:
         for embedder in embedders.values():
             embedder.close()
@@ -200,7 +210,7 @@ def _retrieval(args) -> int:
         "retrievers": config.retrievers, "byzantine": config.byzantine, "placement": config.placement,
         "poison_count": config.poison_count or "all", "split": config.split, "k": config.k,
         "form": "+".join(config.forms), "forms_differ": result.form_applies,
-        "mode": config.mode, "limit": args.limit, "kinds": [f"{a}:{k}" for a, k in fleet(config.retrievers)],
+        "mode": config.mode, "answerer": args.answerer, "limit": args.limit, "kinds": [f"{a}:{k}" for a, k in fleet(config.retrievers)],
         "byzantine_agents": "drawn per question (rows: byzantine_agents)" if config.placement == "random"
         else [a for a, _ in fleet(config.retrievers)][config.retrievers - config.byzantine:],
         "k_per_agent": settings.k_per_agent, "retrieval": dataclasses.asdict(settings),

@@ -237,9 +237,13 @@ def summary_line(name: str, data: Mapping[str, Any]) -> list[str]:
         best = (min if lower else max)(usable, key=lambda m: get("dev", m))
     value = lambda split, method: cell(get(split, method), key) if split in splits and method else "-"   # noqa
     fpr = lambda split: cell(splits[split][form]["defense"].get("anomaly_fpr")) if split in splits else "-"  # noqa
-    return [name, data["settings"].get("dataset", "hotpotqa"), form, f"{key} ({'lower' if lower else 'higher'} "
-            f"is better)", value("dev", DEFENCE), value("test", DEFENCE), best or "-", value("dev", best),
-            value("test", best), fpr("dev"), fpr("test")]
+    # The answer side, dev / test: what the attack made the answerer say, and what it cost in right answers.
+    pair = lambda metric: " / ".join(cell(splits[s][form]["defense"].get(metric)) if s in splits else "-"  # noqa
+                                     for s in ("dev", "test"))
+    return [name, data["settings"].get("dataset", "hotpotqa"), form, data["settings"].get("answerer", "extractive"),
+            f"{key} ({'lower' if lower else 'higher'} is better)", value("dev", DEFENCE), value("test", DEFENCE),
+            best or "-", value("dev", best), value("test", best), fpr("dev"), fpr("test"), pair("answer_asr"),
+            pair("answer_accuracy"), pair("abstention_rate")]
 
 
 def write_summary(json_paths: Sequence[Path], out: Path) -> Path:
@@ -249,15 +253,18 @@ def write_summary(json_paths: Sequence[Path], out: Path) -> Path:
     for path in json_paths:
         path = Path(path)
         rows.append(summary_line(path.stem, json.loads(path.read_text(encoding="utf-8"))))
-    header = ["row", "dataset", "form", "judged by", "defence dev", "defence test", "best simple baseline",
-              "baseline dev", "baseline test", "defence anom_fpr dev", "defence anom_fpr test"]
+    header = ["row", "dataset", "form", "answerer", "judged by", "defence dev", "defence test", "best simple baseline",
+              "baseline dev", "baseline test", "defence anom_fpr dev", "defence anom_fpr test",
+              "defence ans_asr dev / test", "defence ans_acc dev / test", "defence abstain dev / test"]
     text = ["# Retrieval evaluation: summary", "",
             "One line per run. The best simple baseline is picked on dev (lowest attack success, or highest "
             "recall) among naive, union and majority; its test value is reported as it falls. Prefixed form "
             "where poison has two forms. Per-run tables are in `<row>.md`.", "",
             format_table(header, rows, markdown=True), "",
             f"- **context_asr**: {LEGEND['context_asr']}", f"- **clean_recall_at_k**: {LEGEND['clean_recall_at_k']}",
-            f"- **anomaly_fpr**: {LEGEND['anomaly_fpr']}", ""]
+            f"- **anomaly_fpr**: {LEGEND['anomaly_fpr']}",
+            "- **answerer**: extractive (the fleet's generator) or corroborated (answers only with a sentence a "
+            "second passage carries, else abstains); every method of a row is answered the same way", ""]
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(text), encoding="utf-8")
