@@ -26,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer one question on the fleet, headless")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
-    ask.add_argument("--tier", choices=["low", "medium", "high"], default="medium")
+    ask.add_argument("--tier", choices=["auto", "low", "medium", "high"], default="auto",
+                     help="risk tier; auto (default): the [risk] rules of the engine settings decide")
     _common(ask)
     fleet = sub.add_parser("fleet", help="run the built-in agents")
     fleet.add_argument("action", choices=["up"])
@@ -73,6 +74,7 @@ def _print_answer(answer) -> None:
     from engine import Role
     print(f"Question : {answer.question}")
     print(f"Verdict  : {answer.verdict.value} ({answer.reason})")
+    print(f"Tier     : {answer.tier_reason or answer.tier.value}")
     print(f"Answer   : {answer.answer or '-'}")
     for citation in answer.citations:
         print(f"  cites [{citation.chunk_id}] {citation.source}: {citation.text[:100]}...")
@@ -111,6 +113,7 @@ def answer_json(answer) -> dict:
         "trace_id": answer.trace_id,
         "question": answer.question,
         "tier": answer.tier.value,
+        "tier_reason": answer.tier_reason,
         "verdict": answer.verdict.value,
         "reason": answer.reason,
         "answer": answer.answer,
@@ -138,7 +141,7 @@ async def _ask(args) -> int:
     if not args.json:
         print("Starting the fleet...", file=sys.stderr)
     async with engine:
-        answer = await engine.ask(args.question, RiskTier(args.tier))
+        answer = await engine.ask(args.question, None if args.tier == "auto" else RiskTier(args.tier))
         item = await engine.review_item_for(answer.trace_id)
     if args.json:
         print(json.dumps({**answer_json(answer), "review": review_json(item)}, ensure_ascii=False, indent=2))

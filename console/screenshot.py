@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     parser.add_argument("--corpus", type=Path, help="folder of .md/.txt files for the built-in retrievers")
     parser.add_argument("--question", default=DEFAULT_QUESTION)
-    parser.add_argument("--tier", choices=["low", "medium", "high"], default="medium")
+    parser.add_argument("--tier", choices=["auto", "low", "medium", "high"], default="auto")
     parser.add_argument("--db", type=Path, help="SQLite file (default: a temporary one)")
     parser.add_argument("--cache-dir", type=Path, help="agents' cache folder (default: the user cache dir)")
     parser.add_argument("--tab", help="evidence tab to show, by the start of its name (case-insensitive): "

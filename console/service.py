@@ -23,6 +23,8 @@ from engine import AgentState, AgentView, Engine, Event, InputError, QuorumError
 
 log = logging.getLogger(__name__)
 
+AUTO_TIER = "auto"    # the tier the engine's risk rules choose
+
 
 class Phase(enum.Enum):
     IDLE = "idle"            # constructed, start() not called yet
@@ -83,15 +85,16 @@ class EngineService(QObject):
         self._emit_progress()
         return self._spawn(self._start(), "engine.start")
 
-    def ask(self, question: str, tier: str = RiskTier.MEDIUM.value) -> asyncio.Task | None:
+    def ask(self, question: str, tier: str = AUTO_TIER) -> asyncio.Task | None:
+        """tier: "auto" (the engine's risk rules decide) or low, medium, high."""
         if self._phase is not Phase.READY:
             self.report_error("the fleet is not ready for questions yet" if self._phase is Phase.STARTING
                               else f"questions are not accepted while the engine is {self._phase.value}")
             return None
         try:
-            risk = RiskTier(tier)
+            risk = None if tier == AUTO_TIER else RiskTier(tier)
         except ValueError:
-            self.report_error(f"unknown risk tier {tier!r} (expected low, medium or high)")
+            self.report_error(f"unknown risk tier {tier!r} (expected auto, low, medium or high)")
             return None
         self._questions_running += 1
         return self._spawn(self._ask(question, risk), "engine.ask")
@@ -136,7 +139,7 @@ class EngineService(QObject):
             self._phase = Phase.FAILED
             self.report_error(exc, context="the fleet could not be started")
 
-    async def _ask(self, question: str, tier: RiskTier) -> None:
+    async def _ask(self, question: str, tier: RiskTier | None) -> None:
         ok = False
         try:
             answer = await self._engine.ask(question, tier)

@@ -6,6 +6,7 @@ without reading code. Unknown keys are errors: a typo must never silently fall b
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from .errors import ConfigError
+from .risk import RiskPolicy, RiskRule
 from .types import AgentKind, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
 
 SUPPORTED_VERSION = 1
@@ -80,6 +82,7 @@ class EngineSettings:
     retrieval: RetrievalSettings = RetrievalSettings()
     generation: GenerationSettings = GenerationSettings()
     limits: LimitSettings = LimitSettings()
+    risk: RiskPolicy = RiskPolicy()
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode="optimistic"),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -159,7 +162,7 @@ def _build_section(file: str, where: str, cls: type, table: Any) -> Any:
 def load_settings(path: Path | None = None) -> EngineSettings:
     path = Path(path) if path else DEFAULT_SETTINGS
     file = str(path)
-    data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers"})
+    data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -172,6 +175,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         retrieval=_build_section(file, "retrieval", RetrievalSettings, data.get("retrieval", {})),
         generation=_build_section(file, "generation", GenerationSettings, data.get("generation", {})),
         limits=_build_section(file, "limits", LimitSettings, data.get("limits", {})),
+        risk=_risk_policy(file, data["risk"]) if "risk" in data else RiskPolicy(),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),
@@ -189,6 +193,42 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     if settings.retrieval.context_k < 1:
         raise ConfigError(file, "retrieval.context_k", "must be at least 1")
     return settings
+
+
+def _risk_policy(file: str, table: Any) -> RiskPolicy:
+    """[risk] default = "medium" and [[risk.rules]] (tier, name, words, patterns): the rules replace the
+    built-in ones, so the file shows every rule that applies."""
+    table = _check_keys(file, "risk", table, {"default", "rules"})
+    default = _enum(file, "risk.default", table.get("default", RiskPolicy.default.value), RiskTier)
+    if "rules" not in table:
+        return RiskPolicy(default=default)
+    if not isinstance(table["rules"], list):
+        raise ConfigError(file, "risk.rules", "expected an array of tables ([[risk.rules]])")
+    rules = []
+    for i, raw in enumerate(table["rules"]):
+        where = f"risk.rules[{i}]"
+        raw = _check_keys(file, where, raw, {"tier", "name", "words", "patterns"})
+        for key in ("tier", "name"):
+            if key not in raw:
+                raise ConfigError(file, f"{where}.{key}", "missing")
+        name = _typed(file, f"{where}.name", raw["name"], str).strip()
+        if not name:
+            raise ConfigError(file, f"{where}.name", "must not be empty")
+        lists = {}
+        for key in ("words", "patterns"):
+            values = raw.get(key, [])
+            if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
+                raise ConfigError(file, f"{where}.{key}", f"expected a list of non-empty strings, found {values!r}")
+            lists[key] = tuple(v.strip() for v in values)
+        if not lists["words"] and not lists["patterns"]:
+            raise ConfigError(file, where, "a rule needs words or patterns to match")
+        for j, pattern in enumerate(lists["patterns"]):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(file, f"{where}.patterns[{j}]", f"not a valid regular expression ({exc})") from None
+        rules.append(RiskRule(_enum(file, f"{where}.tier", raw["tier"], RiskTier), name, **lists))
+    return RiskPolicy(default=default, rules=tuple(rules))
 
 
 def _enum(file: str, key: str, value: Any, enum_cls: type) -> Any:

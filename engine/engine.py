@@ -137,7 +137,8 @@ class Engine:
     def agents(self) -> tuple[AgentView, ...]:
         return self.registry.all()
 
-    async def ask(self, question: str, tier: RiskTier = RiskTier.MEDIUM) -> Answer:
+    async def ask(self, question: str, tier: RiskTier | None = None) -> Answer:
+        """tier: the operator's choice; None lets the settings' risk rules classify the question."""
         answer = await self.pipeline.ask(question, tier)
         why = needs_review(answer)
         # The answer and, where it needs one, its review item commit in one transaction.

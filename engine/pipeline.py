@@ -99,13 +99,17 @@ class Pipeline:
             self._event("agent.call", trace_id, outcome=result.outcome)
         return list(results)
 
-    async def ask(self, question: str, tier: RiskTier = RiskTier.MEDIUM, trace_id: str | None = None) -> Answer:
+    async def ask(self, question: str, tier: RiskTier | None = None, trace_id: str | None = None) -> Answer:
+        """tier: the operator's choice; None lets the risk rules of the settings decide."""
         question = screen_question(question, self.settings.limits.max_question_chars)
         trace_id = trace_id or new_trace_id()
         asked_at = self.clock()
+        tiering = self.settings.risk.classify(question, override=tier)
+        tier = tiering.tier
         policy = self.settings.tier(tier)
         timings: dict[str, float] = {}
-        self._event("question.received", trace_id, question=question, tier=tier.value)
+        self._event("question.received", trace_id, question=question, tier=tier.value,
+                    tier_source=tiering.source.value, tier_reason=tiering.reason)
 
         started = time.perf_counter()
         retrievers = self._pick(Role.RETRIEVER, policy.retrievers)
@@ -158,7 +162,7 @@ class Pipeline:
         answer = Answer(trace_id=trace_id, question=question, tier=tier, verdict=verdict, answer=text, reason=reason,
                         citations=citations, agents=tuple(outcomes), context=report.context,
                         candidates=candidates, timings_ms=timings, asked_at=asked_at, excluded=report.excluded,
-                        suspects=tuple((x.agent_id, x.reason) for x in report.suspects))
+                        suspects=tuple((x.agent_id, x.reason) for x in report.suspects), tier_reason=tiering.reason)
         self._event("answer.decided", trace_id, answer=answer)
         return answer
 

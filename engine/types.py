@@ -220,6 +220,7 @@ class Answer:
     asked_at: float
     excluded: tuple[ContextChunk, ...] = ()          # passages secure retrieval kept out, with reasons
     suspects: tuple[tuple[str, str], ...] = ()       # (agent_id, why) reported for the reputation system
+    tier_reason: str = ""                            # which rule, default or operator choice set the tier
 
     def agents_ok(self, role: Role) -> int:
         return sum(1 for a in self.agents if a.role is role and a.status is CallStatus.OK)

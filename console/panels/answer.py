@@ -154,7 +154,8 @@ class VerdictHeader(QWidget):
         review = (f" · <b style='color:#b36b00'>⏳ waits for operator approval ({html.escape(waits)}): "
                   f"see the Approvals tab</b>" if waits else "")
         self.reason.setText(f"<b>Why:</b> {html.escape(answer.reason)}"
-                            f" <span style='color:#666'>· {answer.tier.value} risk · {total_ms:,.0f} ms</span>{review}")
+                            f" <span style='color:#666'>· {html.escape(answer.tier_reason or answer.tier.value + ' risk')}"
+                            f" · {total_ms:,.0f} ms</span>{review}")
         self.suspects.setText(suspects_html(answer))
         self.suspects.setVisible(bool(answer.suspects))
         self.trace.setText(f"trace_id {answer.trace_id}")

@@ -6,10 +6,10 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgre
 from engine import Answer, RiskTier
 
 from .. import style
-from ..service import EngineService
+from ..service import AUTO_TIER, EngineService
 from .answer import AnswerView
 
-TIERS = tuple(t.value for t in RiskTier)
+TIERS = (AUTO_TIER,) + tuple(t.value for t in RiskTier)
 
 
 class AskPanel(QWidget):
@@ -25,8 +25,9 @@ class AskPanel(QWidget):
         self.question.setClearButtonEnabled(True)
         self.tier = QComboBox()
         self.tier.addItems(TIERS)
-        self.tier.setCurrentText(RiskTier.MEDIUM.value)
-        self.tier.setToolTip("Risk tier: low = fast path, medium = full redundancy, high = every agent")
+        self.tier.setCurrentText(AUTO_TIER)
+        self.tier.setToolTip("Risk tier: auto = the engine's risk rules decide (config/engine.toml [risk]); "
+                             "low = fast path, medium = full redundancy, high = every agent and an operator's approval")
         self.ask_button = QPushButton("Ask")
         self.ask_button.setDefault(True)
         self.ask_button.setMinimumWidth(90)

@@ -174,7 +174,8 @@ class Store:
                                    {"status": call.status.value, "latency_ms": call.latency_ms, "error": call.error,
                                     "items": call.n_items})
             self._append_audit(answer.trace_id, "engine", "question.decided",
-                               {"question": answer.question, "tier": answer.tier.value, "verdict": answer.verdict.value,
+                               {"question": answer.question, "tier": answer.tier.value, "tier_reason": answer.tier_reason,
+                                "verdict": answer.verdict.value,
                                 "answer": answer.answer, "reason": answer.reason,
                                 "citations": [c.chunk_id for c in answer.citations],
                                 "kept_out": [c.chunk.id for c in answer.excluded

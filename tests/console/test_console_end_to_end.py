@@ -30,7 +30,7 @@ def test_operator_asks_through_the_window_and_closing_stops_the_fleet(qtbot, qas
     panel = window.ask_panel
     assert window.windowTitle() == TITLE
     assert (window.width(), window.height()) == (1280, 800)
-    assert panel.tier.currentText() == "medium"
+    assert panel.tier.currentText() == "auto"               # the engine's risk rules decide unless the operator chooses
 
     run = qasync_loop.create_task(serve(window, service))     # shows the window, then starts the engine
     qtbot.waitExposed(window)

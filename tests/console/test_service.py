@@ -48,7 +48,7 @@ def test_start_ask_and_shutdown_emit_signals_and_stop_every_agent(qtbot, qasync_
     with qtbot.waitSignal(service.sig_question_finished, timeout=ANSWER_TIMEOUT_MS) as finished:
         service.ask("   ", "low")
     assert finished.args == [False]
-    assert errors == ["unknown risk tier 'extreme' (expected low, medium or high)",
+    assert errors == ["unknown risk tier 'extreme' (expected auto, low, medium or high)",
                       "The question failed: the question is empty"]
 
     with qtbot.waitSignal(service.sig_answer, timeout=ANSWER_TIMEOUT_MS) as got:

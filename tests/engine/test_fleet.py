@@ -123,5 +123,8 @@ async def test_the_decision_audit_event_records_suspects_kept_out_passages_and_c
         row = engine.store.db.conn.execute(
             "SELECT payload FROM audit WHERE trace_id = ? AND type = 'question.decided'", [answer.trace_id]).fetchone()
     payload = json.loads(row[0])
+    # No tier was chosen: the shipped rules found none that matched, so the default tier applied and says so.
+    assert answer.tier.value == payload["tier"] == "medium"
+    assert payload["tier_reason"] == answer.tier_reason and "default" in answer.tier_reason
     assert payload["suspects"] == ["ret-rogue"] and payload["kept_out"]
     assert payload["challenges"]["gen-liar"].startswith("failed")
