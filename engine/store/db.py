@@ -45,6 +45,20 @@ MIGRATIONS: list[str] = [
         CHECK((status = 'pending') = (decided_at IS NULL)));
     CREATE INDEX approvals_status ON approvals(status, created_at);
     """,
+    # 3: reputation (engine.reputation): each agent's standing, every score it has had (the Trust plot
+    # survives a restart), and the alerts an operator acknowledges.
+    """
+    CREATE TABLE trust (agent_id TEXT PRIMARY KEY, role TEXT NOT NULL, log_odds REAL NOT NULL,
+        state TEXT NOT NULL CHECK(state IN ('active','probation','quarantined')), first_seen REAL NOT NULL,
+        last_change_at REAL, last_change_why TEXT NOT NULL DEFAULT '', good_streak INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE trust_history (id INTEGER PRIMARY KEY, agent_id TEXT NOT NULL, score REAL NOT NULL,
+        state TEXT NOT NULL, trace_id TEXT NOT NULL, why TEXT NOT NULL, at REAL NOT NULL);
+    CREATE INDEX trust_history_agent ON trust_history(agent_id, at);
+    CREATE TABLE alerts (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, agent_id TEXT NOT NULL, message TEXT NOT NULL,
+        trace_id TEXT NOT NULL, at REAL NOT NULL, acknowledged_by TEXT, acknowledged_at REAL,
+        CHECK((acknowledged_by IS NULL) = (acknowledged_at IS NULL)));
+    CREATE INDEX alerts_open ON alerts(acknowledged_at, at);
+    """,
 ]
 
 
