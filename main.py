@@ -1,4 +1,5 @@
-"""Quorum: `python main.py` (console) | ask | fleet up | audit verify | review. Exit codes: 0 ok, 1 failure, 2 bad input."""
+"""Quorum: `python main.py` (console) | ask | fleet up | audit verify | review | agents | eval. Exit codes: 0 ok,
+1 failure, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -36,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("action", choices=["verify"])
     audit.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
     _add_review_parser(sub)
+    from engine.trust_cli import add_agents_parser
+    add_agents_parser(sub, _common)
     from engine.evaluation.cli import add_eval_parser
     add_eval_parser(sub)
     return parser
@@ -156,9 +159,11 @@ async def _fleet_up(args) -> int:
     from engine import AgentState, Engine
     fleet, settings = _load(args)
 
+    from engine.events import AgentChanged
+
     def show(event) -> None:
-        if event.kind == "fleet.agent":
-            view = event.payload["view"]
+        if isinstance(event, AgentChanged):
+            view = event.view
             if view.state in (AgentState.UP, AgentState.DOWN):
                 print(f"{view.spec.id:<16} {view.state.value:<5} {view.url or view.detail}", flush=True)
 
@@ -212,8 +217,11 @@ def _review(args) -> int:
 async def _review_run(args, path: Path) -> int:
     from engine import InputError
     from engine.review import ReviewQueue
+    from engine import load_settings
+    from engine.reputation.answer_evidence import DecidedAnswer
     from engine.review import check_decision
     from engine.store.db import Store
+    from engine.trust import TrustKeeper
     if args.review_action != "list":
         check_decision(args.review_action == "approve", args.reason, args.note)   # before touching any file
     if not path.is_file():
@@ -230,6 +238,10 @@ async def _review_run(args, path: Path) -> int:
             _print_review_items(items, args.status, args.json)
             return EXIT_OK
         item = await queue.decide(args.id, args.review_action == "approve", args.operator, args.reason, args.note)
+        # The agents behind the answer gain or lose by the decision, as they do when it is made in the console.
+        keeper = TrustKeeper(store, load_settings(getattr(args, "settings", None)).reputation)
+        await keeper.load(())
+        await keeper.after_decision(DecidedAnswer.from_payload(item.payload), args.review_action == "approve")
     finally:
         await store.aclose()
     note = f" — {item.note}" if item.note else ""
@@ -273,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
             return _audit_verify(args)
         if args.command == "review":
             return _review(args)
+        if args.command == "agents":
+            from engine.trust_cli import run_agents
+            return run_agents(args, *_load(args))
         if args.command == "eval":
             return _eval(args)
         from console.app import run_console

@@ -1,7 +1,7 @@
 """EngineService: the console's only door into the engine.
 
-Methods in (`start`, `ask`, `load_reviews`, `decide`, `shutdown`) schedule coroutines on the running asyncio (qasync) loop
-and keep strong references to their tasks, so none is garbage-collected mid-flight. What happens
+Methods in (`start`, `ask`, `load_reviews`, `decide`, `quarantine`, `release`, `acknowledge_alert`,
+`load_trust`, `shutdown`) schedule coroutines on the running asyncio (qasync) loop and keep strong references to their tasks, so none is garbage-collected mid-flight. What happens
 comes back out as Qt signals named `sig_<what happened>`. Every failure, expected or not, goes
 through `report_error`, which logs it and emits `sig_error`; nothing raises into Qt and no modal
 dialog is ever opened from async code.
@@ -19,7 +19,8 @@ from typing import Any, Coroutine
 
 from PySide6.QtCore import QObject, Signal
 
-from engine import AgentState, AgentView, Engine, Event, InputError, QuorumError, RiskTier
+from engine import AgentState, AgentView, Engine, InputError, QuorumError, RiskTier
+from engine.events import AgentChanged, EngineReady, QuestionReceived, ReviewEnqueued, TrustUpdated
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,10 @@ class EngineService(QObject):
     sig_review_changed = Signal(object)        # ReviewItem: enqueued by the engine, or decided
     sig_reviews_loaded = Signal(object)        # list[ReviewItem]: the queue as the store has it
     sig_review_failed = Signal(int, str)       # item id, why the decision was not saved
+    sig_trust_updated = Signal(object)         # engine.trust.TrustUpdate: new score points, alerts, reputation events
+    sig_trust_loaded = Signal(object, object)  # score history (list[ScorePoint]), alerts (list[AlertRow]) as stored
+    sig_trust_failed = Signal(str, str)        # agent id, why a quarantine or release was refused
+    sig_alert_acknowledged = Signal(object)    # AlertRow as it now is
     sig_stopping = Signal()
     sig_stopped = Signal()
 
@@ -57,6 +62,14 @@ class EngineService(QObject):
         self._shutdown_task: asyncio.Task | None = None
         self._questions_running = 0
         self.operator = os.environ.get("USER") or "operator"    # who the console's decisions are recorded as
+        # The one table from engine event types to what the console does with them.
+        self._handlers = {
+            AgentChanged: self._on_agent_changed,
+            EngineReady: self._on_engine_ready,
+            QuestionReceived: lambda e: self.sig_question_started.emit(e.trace_id, e.question),
+            ReviewEnqueued: lambda e: self.sig_review_changed.emit(e.item),
+            TrustUpdated: self._on_trust_updated,
+        }
         engine.subscribe(self._on_event)
 
     # --- state -----------------------------------------------------------------------------
@@ -117,6 +130,67 @@ class EngineService(QObject):
             return None
         return self._spawn(self._decide(int(item_id), bool(approve), reason, note), "review.decide")
 
+    def quarantine(self, agent_id: str, reason: str) -> asyncio.Task | None:
+        """Takes an agent off all work as self.operator: sig_trust_updated, or sig_trust_failed(agent, why)."""
+        return self._trust_action("quarantine", agent_id, reason)
+
+    def release(self, agent_id: str, reason: str) -> asyncio.Task | None:
+        """Lets a quarantined agent back on probation: sig_trust_updated, or sig_trust_failed(agent, why)."""
+        return self._trust_action("release", agent_id, reason)
+
+    def acknowledge_alert(self, alert_id: int) -> asyncio.Task | None:
+        if self._phase is not Phase.READY:
+            self.report_error(f"alerts cannot be acknowledged while the engine is {self._phase.value}")
+            return None
+        return self._spawn(self._acknowledge(int(alert_id)), "alert.acknowledge")
+
+    def load_trust(self) -> asyncio.Task | None:
+        """Reads the score history and the alerts as stored (panels opening mid-run): sig_trust_loaded."""
+        if self._phase is not Phase.READY:
+            return None
+        return self._spawn(self._load_trust(), "trust.load")
+
+    def _trust_action(self, action: str, agent_id: str, reason: str) -> asyncio.Task | None:
+        if self._phase is not Phase.READY:
+            message = f"agents cannot be quarantined or released while the engine is {self._phase.value}"
+            self.sig_trust_failed.emit(agent_id, message)
+            self.report_error(message)
+            return None
+        return self._spawn(self._do_trust_action(action, agent_id, reason), f"agent.{action}")
+
+    async def _do_trust_action(self, action: str, agent_id: str, reason: str) -> None:
+        try:
+            await getattr(self._engine, action)(agent_id, reason, self.operator)
+        except asyncio.CancelledError:
+            raise
+        except InputError as exc:      # expected (the dialog shows it): no reason, already quarantined, ...
+            log.warning("%s %s: %s", action, agent_id, exc)
+            self.sig_trust_failed.emit(agent_id, str(exc))
+        except Exception as exc:   # noqa: BLE001
+            self.sig_trust_failed.emit(agent_id, str(exc))
+            self.report_error(exc, context=f"the {action} of {agent_id} was not saved")
+
+    async def _acknowledge(self, alert_id: int) -> None:
+        try:
+            row = await self._engine.trust.tables.acknowledge(alert_id, self.operator)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:   # noqa: BLE001
+            self.report_error(exc, context=f"alert #{alert_id} could not be acknowledged")
+            return
+        self.sig_alert_acknowledged.emit(row)
+
+    async def _load_trust(self) -> None:
+        try:
+            history = await self._engine.trust.tables.history()
+            alerts = await self._engine.trust.tables.alerts()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:   # noqa: BLE001
+            self.report_error(exc, context="the trust history could not be read")
+            return
+        self.sig_trust_loaded.emit(history, alerts)
+
     def shutdown(self) -> asyncio.Task:
         """Stops in order: refuse new questions, cancel running work, close the engine (which stops
         the fleet and flushes the store). Idempotent: every call returns the same awaitable task."""
@@ -166,7 +240,7 @@ class EngineService(QObject):
 
     async def _decide(self, item_id: int, approve: bool, reason: str, note: str) -> None:
         try:
-            item = await self._engine.review.decide(item_id, approve, self.operator, reason, note)
+            item = await self._engine.decide(item_id, approve, self.operator, reason, note)
         except asyncio.CancelledError:
             raise
         except InputError as exc:
@@ -206,26 +280,30 @@ class EngineService(QObject):
         self.sig_stopped.emit()
 
     # --- engine events ---------------------------------------------------------------------
-    def _on_event(self, event: Event) -> None:
+    def _on_event(self, event: object) -> None:
         # Called inside the engine's own code path: an exception here must never reach it.
         try:
             self._dispatch(event)
         except Exception as exc:   # noqa: BLE001
-            self.report_error(exc, context=f"the console could not show event {event.kind}")
+            self.report_error(exc, context=f"the console could not show event {type(event).__name__}")
 
-    def _dispatch(self, event: Event) -> None:
-        if event.kind == "fleet.agent":
-            self.sig_agent_changed.emit(event.payload["view"])
-            if self._phase is Phase.STARTING:
-                self._emit_progress()
-        elif event.kind == "engine.ready":
-            if self._phase is Phase.STARTING:
-                self._phase = Phase.READY
-                self.sig_ready.emit(int(event.payload.get("agents_up", 0)))
-        elif event.kind == "question.received":
-            self.sig_question_started.emit(event.trace_id, str(event.payload.get("question", "")))
-        elif event.kind == "review.enqueued":
-            self.sig_review_changed.emit(event.payload["item"])
+    def _dispatch(self, event: object) -> None:
+        handler = self._handlers.get(type(event))
+        if handler is not None:      # generic trace events (agent.call, retrieval.merged, ...) are not for panels
+            handler(event)
+
+    def _on_agent_changed(self, event: AgentChanged) -> None:
+        self.sig_agent_changed.emit(event.view)
+        if self._phase is Phase.STARTING:
+            self._emit_progress()
+
+    def _on_engine_ready(self, event: EngineReady) -> None:
+        if self._phase is Phase.STARTING:
+            self._phase = Phase.READY
+            self.sig_ready.emit(event.agents_up)
+
+    def _on_trust_updated(self, event: TrustUpdated) -> None:
+        self.sig_trust_updated.emit(event.update)
 
     def _emit_progress(self) -> None:
         views = [v for v in self._engine.agents() if v.state is not AgentState.DISABLED]

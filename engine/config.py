@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from .errors import ConfigError
+from .reputation.settings import ReputationSettings
 from .risk import RiskPolicy, RiskRule
 from .types import AgentKind, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
 
@@ -83,6 +84,7 @@ class EngineSettings:
     generation: GenerationSettings = GenerationSettings()
     limits: LimitSettings = LimitSettings()
     risk: RiskPolicy = RiskPolicy()
+    reputation: ReputationSettings = ReputationSettings()
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode="optimistic"),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -162,7 +164,8 @@ def _build_section(file: str, where: str, cls: type, table: Any) -> Any:
 def load_settings(path: Path | None = None) -> EngineSettings:
     path = Path(path) if path else DEFAULT_SETTINGS
     file = str(path)
-    data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk"})
+    data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk",
+                                                               "reputation"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -176,6 +179,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         generation=_build_section(file, "generation", GenerationSettings, data.get("generation", {})),
         limits=_build_section(file, "limits", LimitSettings, data.get("limits", {})),
         risk=_risk_policy(file, data["risk"]) if "risk" in data else RiskPolicy(),
+        reputation=_reputation(file, data.get("reputation", {})),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),
@@ -193,6 +197,13 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     if settings.retrieval.context_k < 1:
         raise ConfigError(file, "retrieval.context_k", "must be at least 1")
     return settings
+
+
+def _reputation(file: str, table: Any) -> ReputationSettings:
+    try:
+        return _build_section(file, "reputation", ReputationSettings, table)
+    except ValueError as exc:     # the settings' own checks (ranges, order of the floors)
+        raise ConfigError(file, "reputation", str(exc)) from None
 
 
 def _risk_policy(file: str, table: Any) -> RiskPolicy:

@@ -14,7 +14,8 @@ from .agents.client import AgentClient
 from .agents.launcher import FleetLauncher
 from .config import EngineSettings, FleetConfig
 from .corpus import load_corpus
-from .errors import AgentError
+from .errors import AgentError, InputError
+from .reputation.answer_evidence import DecidedAnswer
 from .pipeline import Pipeline
 from .registry import AgentRegistry, AgentView
 from .retrieval import anomaly
@@ -23,9 +24,11 @@ from .text import sentences
 from .review import ReviewItem, ReviewQueue, needs_review
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.db import Store
-from .types import AgentKind, AgentState, Answer, Event, RiskTier
+from .events import AgentChanged, EngineReady, ReviewEnqueued, TrustUpdated
+from .trust import TrustKeeper, TrustUpdate
+from .types import AgentKind, AgentState, Answer, RiskTier
 
-Listener = Callable[[Event], None]
+Listener = Callable[[object], None]    # receives engine.events types, reputation events and generic Events
 
 
 def default_db_path() -> Path:
@@ -48,7 +51,8 @@ class Engine:
         self.store = Store(db_path or default_db_path(), clock=clock)
         self.review = ReviewQueue(self.store)        # the approval queue, on the same SQLite file
         self.cache_dir = Path(cache_dir or default_cache_dir())
-        self.registry = AgentRegistry(fleet)
+        self.trust = TrustKeeper(self.store, settings.reputation, clock=clock)   # the reputation book, on the same file
+        self.registry = AgentRegistry(fleet, trust=self.trust)
         self.client = AgentClient(settings.limits, transport=transport)
         self.launcher = FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state) if launch else None
         self.embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), self.cache_dir / "engine")
@@ -61,7 +65,7 @@ class Engine:
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, event: object) -> None:
         for listener in list(self._listeners):
             listener(event)
 
@@ -73,7 +77,7 @@ class Engine:
 
     def _on_agent_state(self, agent_id: str, state: AgentState, url: str, detail: str) -> None:
         view = self.registry.set_state(agent_id, state, url, detail)
-        self._emit(Event("fleet.agent", "", {"view": view}, self.clock()))
+        self._emit(AgentChanged(view, "", self.clock()))
         if state in (AgentState.UP, AgentState.DOWN):
             self._spawn(self.store.audit("", "fleet", f"agent.{state.value}", {"agent": agent_id, "detail": detail}))
 
@@ -81,10 +85,12 @@ class Engine:
     async def start(self) -> None:
         await self.store.open()
         self.registry.load_stats(await self.store.agent_stats())
+        await self.trust.load((a.id, a.role) for a in self.fleet.agents)
+        self._show_trust(a.id for a in self.fleet.agents)
         await self.store.audit("", "engine", "engine.started",
                                {"fleet": str(self.fleet.path), "agents": [a.id for a in self.fleet.agents]})
         for view in self.registry.all():
-            self._emit(Event("fleet.agent", "", {"view": view}, self.clock()))
+            self._emit(AgentChanged(view, "", self.clock()))
         await asyncio.gather(*(self._check_external(v) for v in self.registry.all()
                                if not v.spec.builtin and v.spec.enabled))
         # The engine's embedder loads (torch import included) and embeds the built-in corpus into its
@@ -93,8 +99,7 @@ class Engine:
         if self.launcher:
             await self.launcher.start()
         await asyncio.shield(warm)   # a cancelled start leaves the thread to aclose(), which awaits it
-        self._emit(Event("engine.ready", "", {"agents_up": sum(v.state is AgentState.UP for v in self.agents())},
-                         self.clock()))
+        self._emit(EngineReady(sum(v.state is AgentState.UP for v in self.agents()), self.clock()))
 
     def _warm_embedder(self) -> None:
         texts = ["warm-up"]
@@ -145,12 +150,50 @@ class Engine:
         item_id = await self.store.record_answer(answer, also=self.review.insert_in_transaction(answer, why)
                                                  if why else None)
         item = await self.review.get(item_id) if item_id is not None else None
-        for outcome in answer.agents:
-            self._emit(Event("fleet.agent", answer.trace_id, {"view": self.registry.get(outcome.agent_id)},
-                             self.clock()))
+        update = await self.trust.after_answer(answer)
+        self._show_trust({o.agent_id for o in answer.agents} | update.agents)
+        self._emit(TrustUpdated(update, answer.trace_id, self.clock()))
         if item is not None:
-            self._emit(Event("review.enqueued", answer.trace_id, {"item": item}, self.clock()))
+            self._emit(ReviewEnqueued(item, answer.trace_id, self.clock()))
         return answer
+
+    # --- the operator's hand ---------------------------------------------------------------
+    async def quarantine(self, agent_id: str, reason: str, operator: str) -> AgentView:
+        """Takes an agent off all work now, with the operator's reason (audited)."""
+        self._known(agent_id)
+        self._after_trust_change(await self.trust.quarantine(agent_id, reason, operator))
+        return self.registry.get(agent_id)
+
+    async def release(self, agent_id: str, reason: str, operator: str) -> AgentView:
+        """Lets a quarantined agent back on probation: low-risk work and a capped vote until it earns its way."""
+        self._known(agent_id)
+        self._after_trust_change(await self.trust.release(agent_id, reason, operator))
+        return self.registry.get(agent_id)
+
+    async def decide(self, item_id: int, approve: bool, operator: str, reason: str, note: str = "") -> ReviewItem:
+        """An operator's decision on a waiting answer; the agents behind the answer gain or lose by it."""
+        item = await self.review.decide(item_id, approve, operator, reason, note)
+        self._after_trust_change(await self.trust.after_decision(DecidedAnswer.from_payload(item.payload), approve))
+        return item
+
+    def _known(self, agent_id: str) -> None:
+        try:
+            self.registry.get(agent_id)
+        except KeyError:
+            known = ", ".join(v.spec.id for v in self.registry.all())
+            raise InputError(f"no agent {agent_id!r} in the fleet (agents: {known})") from None
+
+    def _after_trust_change(self, update: TrustUpdate) -> None:
+        self._show_trust(update.agents)
+        self._emit(TrustUpdated(update, "", self.clock()))
+
+    def _show_trust(self, agent_ids) -> None:
+        """Copies the book's standing into the registry's views and tells the console."""
+        for agent_id in agent_ids:
+            if agent_id in self.trust.book:
+                record = self.trust.book.record(agent_id)
+                self.registry.set_trust(agent_id, round(record.score, 4), record.state.value)
+                self._emit(AgentChanged(self.registry.get(agent_id), "", self.clock()))
 
     async def review_item_for(self, trace_id: str) -> ReviewItem | None:
         """The approval-queue item of the answer with this trace id, or None if it did not need review."""

@@ -15,13 +15,14 @@ from .agents.client import AgentClient, CallResult, outcome
 from .config import EngineSettings
 from .agents.remote import RemoteVerifier
 from .errors import AgentError, InputError
+from .events import QuestionReceived
 from .generation.adjudicate import Decision, adjudicate
 from .registry import AgentRegistry, AgentView
 from .retrieval.secure import SecureRetrieval
 from .types import AgentKind, Answer, Chunk, Citation, Event, RiskTier, Role, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
-Emit = Callable[[Event], None]
+Emit = Callable[[object], None]   # engine.events types and generic Events
 
 
 def new_trace_id() -> str:
@@ -52,9 +53,9 @@ class Pipeline:
     def _event(self, kind: str, trace_id: str, **payload) -> None:
         self.emit(Event(kind, trace_id, payload, self.clock()))
 
-    def _verifier(self) -> Verifier:
-        """The engine's own evidence check, joined by every verifier agent that is up: they vote."""
-        remote = [RemoteVerifier(self.client, v.spec, v.url) for v in self.registry.eligible(Role.VERIFIER)]
+    def _verifier(self, tier: RiskTier) -> Verifier:
+        """The engine's own evidence check, joined by every verifier agent that is up and trusted: they vote."""
+        remote = [RemoteVerifier(self.client, v.spec, v.url) for v in self.registry.eligible(Role.VERIFIER, tier)]
         return VotingVerifier([self.local_verifier, *remote]) if remote else self.local_verifier
 
     async def _challenge(self, decision: Decision, question: str, context: tuple, trace_id: str) -> Decision:
@@ -88,9 +89,15 @@ class Pipeline:
         chosen = next((c for c in candidates if decision.chosen and c.agent_id == decision.chosen.agent_id), None)
         return dataclasses.replace(decision, candidates=candidates, chosen=chosen)
 
-    def _pick(self, role: Role, limit: int) -> list[AgentView]:
-        views = self.registry.eligible(role)
+    def _pick(self, role: Role, limit: int, tier: RiskTier, trace_id: str) -> list[AgentView]:
+        views = self.registry.eligible(role, tier)
+        kept_off = self.registry.ineligible(role, tier)
+        if kept_off:
+            self._event("agents.kept_off", trace_id, role=role.value, agents=kept_off)
         return views[:limit] if limit else views
+
+    def _reputations(self) -> dict[str, float] | None:
+        return dict(self.registry.trust.snapshot()) if self.registry.trust is not None else None
 
     async def _fan_out(self, trace_id: str, agents: list[AgentView], call) -> list[CallResult]:
         results = await asyncio.gather(*(outcome(v.spec, call(v)) for v in agents))
@@ -108,11 +115,11 @@ class Pipeline:
         tier = tiering.tier
         policy = self.settings.tier(tier)
         timings: dict[str, float] = {}
-        self._event("question.received", trace_id, question=question, tier=tier.value,
-                    tier_source=tiering.source.value, tier_reason=tiering.reason)
+        self.emit(QuestionReceived(trace_id, question, tier, tiering.reason, self.clock()))
 
         started = time.perf_counter()
-        retrievers = self._pick(Role.RETRIEVER, policy.retrievers)
+        retrievers = self._pick(Role.RETRIEVER, policy.retrievers, tier, trace_id)
+        reputations = self._reputations()
         k = self.settings.retrieval.k_per_agent
         retrieved = await self._fan_out(trace_id, retrievers, lambda v: self.client.retrieve(
             v.spec, v.url, question, k, trace_id))
@@ -121,7 +128,8 @@ class Pipeline:
         replies = {r.outcome.agent_id: r.value for r in retrieved if r.value is not None}
         kinds = {v.spec.id: v.spec.backend or v.spec.kind.value for v in retrievers}
         # CPU work (embedding, clustering) runs off the loop so the console stays responsive.
-        report = await asyncio.to_thread(self.secure.run, question, replies, kinds=kinds, mode=policy.retrieval_mode)
+        report = await asyncio.to_thread(self.secure.run, question, replies, kinds=kinds, mode=policy.retrieval_mode,
+                                         reputations=reputations)
         timings["secure_retrieval"] = _ms(started)
         self._event("retrieval.merged", trace_id, context=[c.chunk.id for c in report.context],
                     excluded=[(c.chunk.id, c.explanation.flags if c.explanation else ()) for c in report.excluded],
@@ -131,7 +139,7 @@ class Pipeline:
         decision = None
         if report.context:
             started = time.perf_counter()
-            generators = self._pick(Role.GENERATOR, policy.generators)
+            generators = self._pick(Role.GENERATOR, policy.generators, tier, trace_id)
             context = tuple(c.chunk for c in report.context)
             generated = await self._fan_out(trace_id, generators, lambda v: self.client.generate(
                 v.spec, v.url, question, context, trace_id))
@@ -139,8 +147,8 @@ class Pipeline:
             outcomes += [r.outcome for r in generated]
             started = time.perf_counter()
             decision = await adjudicate(question, {r.outcome.agent_id: r.value for r in generated if r.value is not None},
-                                        report.context, self.settings.generation, self._verifier(),
-                                        embedder=self.secure.embedder, trace_id=trace_id)
+                                        report.context, self.settings.generation, self._verifier(tier),
+                                        embedder=self.secure.embedder, reputations=reputations, trace_id=trace_id)
             decision = await self._challenge(decision, question, context, trace_id)
             timings["adjudicate"] = _ms(started)
 

@@ -1,11 +1,19 @@
-"""Who is in the fleet right now: each agent's spec, URL, state and last call."""
+"""Who is in the fleet right now: each agent's spec, URL, state, last call and standing in the
+reputation book; who may take work at a given risk tier."""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Mapping, Protocol
 
 from .config import FleetConfig
-from .types import AgentOutcome, AgentSpec, AgentState, CallStatus, Role
+from .types import AgentOutcome, AgentSpec, AgentState, CallStatus, RiskTier, Role
+
+
+class TrustGate(Protocol):
+    """The reputation book as the registry sees it (engine.trust.TrustKeeper)."""
+    def eligible(self, agent_id: str, tier: RiskTier) -> tuple[bool, str]: ...
+    def snapshot(self) -> Mapping[str, float]: ...
 
 
 @dataclass(frozen=True)
@@ -18,6 +26,8 @@ class AgentView:
     last_latency_ms: float | None = None
     calls: int = 0
     ok_calls: int = 0
+    trust_score: float | None = None     # the reputation book's score (None before the book has it)
+    trust_state: str = "active"          # active | probation | quarantined
 
     @property
     def reliability(self) -> float | None:
@@ -26,7 +36,8 @@ class AgentView:
 
 
 class AgentRegistry:
-    def __init__(self, fleet: FleetConfig) -> None:
+    def __init__(self, fleet: FleetConfig, trust: TrustGate | None = None) -> None:
+        self.trust = trust
         self._views: dict[str, AgentView] = {}
         for spec in fleet.agents:
             state = AgentState.DISABLED if not spec.enabled else (AgentState.STARTING if spec.builtin else AgentState.UP)
@@ -64,7 +75,31 @@ class AgentRegistry:
         self._views[outcome.agent_id] = view
         return view
 
-    def eligible(self, role: Role) -> list[AgentView]:
-        """Enabled agents of a role that are up, best record first (never a down or disabled one)."""
+    def set_trust(self, agent_id: str, score: float, state: str) -> AgentView:
+        view = dataclasses.replace(self._views[agent_id], trust_score=score, trust_state=state)
+        self._views[agent_id] = view
+        return view
+
+    def eligible(self, role: Role, tier: RiskTier = RiskTier.MEDIUM) -> list[AgentView]:
+        """Enabled agents of a role that are up and that the reputation book lets work at this tier
+        (never a quarantined one; one on probation only at low risk; at high risk only above the
+        floor), the most trusted first, then the best call record."""
         views = [v for v in self._views.values() if v.spec.role is role and v.state is AgentState.UP and v.url]
-        return sorted(views, key=lambda v: -(v.reliability if v.reliability is not None else 1.0))
+        scores: Mapping[str, float] = {}
+        if self.trust is not None:
+            views = [v for v in views if self.trust.eligible(v.spec.id, tier)[0]]
+            scores = self.trust.snapshot()
+        return sorted(views, key=lambda v: (-scores.get(v.spec.id, 1.0),
+                                            -(v.reliability if v.reliability is not None else 1.0)))
+
+    def ineligible(self, role: Role, tier: RiskTier) -> list[tuple[str, str]]:
+        """(agent id, why) for agents of a role that are up but that the book keeps off this tier."""
+        if self.trust is None:
+            return []
+        out = []
+        for v in self._views.values():
+            if v.spec.role is role and v.state is AgentState.UP and v.url:
+                ok, why = self.trust.eligible(v.spec.id, tier)
+                if not ok:
+                    out.append((v.spec.id, why))
+        return out

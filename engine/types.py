@@ -173,6 +173,13 @@ class ClaimLabel(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Vote:
+    """One verifier's label for one claim (the engine's own check votes as "evidence-check")."""
+    verifier: str
+    label: ClaimLabel
+
+
+@dataclass(frozen=True)
 class ClaimCheck:
     claim: Claim
     supported: bool
@@ -181,6 +188,7 @@ class ClaimCheck:
     label: ClaimLabel = ClaimLabel.NOT_ENOUGH
     score: float = 0.0                     # the verifiers' confidence in the label, 0..1
     origin: str = "declared"               # declared by the generator, or split from its answer by the engine
+    votes: tuple[Vote, ...] = ()           # each verifier's label, for the reputation of verifiers
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ async def check_claim(claim: Claim, evidence: Mapping[str, Chunk], verifier: Ver
     judgement = await verifier.judge(claim.text, [evidence[c] for c in claim.citations], trace_id)
     covered = coverage(claim.text, " ".join(evidence[c].text for c in claim.citations))
     return ClaimCheck(claim, judgement.label is ClaimLabel.SUPPORTED, round(covered, 3), judgement.reason,
-                      judgement.label, judgement.score, origin)
+                      judgement.label, judgement.score, origin, judgement.ballots)
 
 
 def credibility(support: float, consistency: float, reputation: float, s: GenerationSettings) -> float:

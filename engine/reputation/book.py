@@ -232,6 +232,25 @@ class ReputationBook:
             agents[a.agent_id] = a
         self._agents = agents
 
+    def merge(self, rows: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Takes in standings changed elsewhere (another process wrote the same file: `main.py agents
+        quarantine`, a decision from the CLI): a row newer than this book's record replaces its standing,
+        behaviour baseline kept; unknown agents are added. Returns the agents that changed."""
+        incoming = ReputationBook(self._s, self._clock)
+        incoming.load(rows)
+        changed = []
+        for agent_id, fresh in incoming._agents.items():
+            mine = self._agents.get(agent_id)
+            if mine is None:
+                self._agents[agent_id] = fresh
+                changed.append(agent_id)
+            elif fresh.last_change_at > mine.last_change_at + _EPS and (
+                    fresh.log_odds, fresh.state, fresh.good_streak) != (mine.log_odds, mine.state, mine.good_streak):
+                mine.log_odds, mine.state, mine.good_streak = fresh.log_odds, fresh.state, fresh.good_streak
+                mine.last_change_at, mine.last_change_why = fresh.last_change_at, fresh.last_change_why
+                changed.append(agent_id)
+        return changed
+
     # ----- inside -------------------------------------------------------------------------------------------
 
     def _get(self, agent_id: str) -> _Agent:

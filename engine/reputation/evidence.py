@@ -22,6 +22,7 @@ class EvidenceReason(str, enum.Enum):
     CLAIM_REFUTED = "claim_refuted"
     CHALLENGE_FAILED = "challenge_failed"
     CONTRADICTED_BY_CHOSEN = "contradicted_by_chosen"
+    CITED_UNKNOWN = "cited_unknown"                  # cited a chunk id that is not in the context it was given
     # verification
     VOTE_AGREED = "vote_agreed"
     VOTE_OUTVOTED = "vote_outvoted"

@@ -19,7 +19,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from ..text import content_words, coverage, negation_count, numbers, sentences, words
-from ..types import Chunk, ClaimLabel
+from ..types import Chunk, ClaimLabel, Vote
 from .alignment import conflicts, mid_sentence_capitals, names_every_entity
 
 COPIED = 0.5     # word-order similarity at which a claim is read as a copy of a sentence, however it embeds
@@ -32,6 +32,11 @@ class Judgement:
     score: float          # confidence in the label, 0..1
     reason: str
     verifier: str
+    votes: tuple[Vote, ...] = ()   # a vote's ballots; empty for a single verifier (its label is its vote)
+
+    @property
+    def ballots(self) -> tuple[Vote, ...]:
+        return self.votes or (Vote(self.verifier, self.label),)
 
 
 class Verifier(Protocol):
@@ -205,4 +210,4 @@ class VotingVerifier:
         if pending:
             tally += f", {len(pending)} not awaited"
         return Judgement(label, round(sum(j.score for j in chosen) / len(chosen), 3), f"{reason} [{tally}]",
-                         self.name)
+                         self.name, tuple(Vote(j.verifier, j.label) for j in judgements))

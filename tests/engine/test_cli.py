@@ -95,3 +95,35 @@ def test_fleet_up_serves_health_on_every_agent_until_interrupted(small_fleet_fil
         except httpx.HTTPError:
             alive = False
         assert not alive, f"{url} still answers after the fleet stopped"
+
+
+def test_agents_list_quarantine_and_release_from_the_command_line(small_fleet_file, db_path, cache_dir):
+    fleet = ("--fleet", str(small_fleet_file))
+    listing = run("agents", "--json", *fleet, db=db_path, cache=cache_dir)
+    assert listing.returncode == 0, listing.stderr
+    rows = {r["id"]: r for r in json.loads(listing.stdout)}
+    assert rows["gen-liar"]["score"] == 0.75 and rows["gen-liar"]["state"] == "active"
+
+    done = run("agents", "quarantine", "gen-liar", "--reason", "fabricates sources", "--operator", "alice", *fleet,
+               db=db_path, cache=cache_dir)
+    assert done.returncode == 0 and "gen-liar is quarantined" in done.stdout
+    again = run("agents", "quarantine", "gen-liar", "--reason", "twice", *fleet, db=db_path, cache=cache_dir)
+    assert again.returncode == 2 and "already quarantined" in again.stderr
+    unknown = run("agents", "quarantine", "gen-nobody", "--reason", "x", *fleet, db=db_path, cache=cache_dir)
+    assert unknown.returncode == 2 and "no agent 'gen-nobody'" in unknown.stderr
+    empty = run("agents", "release", "gen-liar", "--reason", "  ", *fleet, db=db_path, cache=cache_dir)
+    assert empty.returncode == 2 and "empty reason" in empty.stderr
+
+    # The quarantined agent takes no part in a question asked meanwhile.
+    asked = run("ask", "What are the moons of Mars?", "--json", *fleet, db=db_path, cache=cache_dir)
+    assert asked.returncode == 0, asked.stderr
+    assert "gen-liar" not in {a["id"] for a in json.loads(asked.stdout)["agents"]}
+
+    released = run("agents", "release", "gen-liar", "--reason", "fixed", *fleet, db=db_path, cache=cache_dir)
+    assert released.returncode == 0 and "probation" in released.stdout
+    table = run("agents", *fleet, db=db_path, cache=cache_dir)
+    assert "gen-liar" in table.stdout and "probation" in table.stdout
+    conn = sqlite3.connect(db_path)
+    audited = [r[0] for r in conn.execute("SELECT actor FROM audit WHERE type = 'reputation.quarantined'")]
+    conn.close()
+    assert audited == ["alice"]

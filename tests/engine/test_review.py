@@ -15,6 +15,7 @@ import pytest
 from engine import Engine, InputError, RiskTier, Verdict, load_fleet, load_settings, to_jsonable
 from engine.review import (APPROVE_REASONS, REJECT_REASONS, ReviewItem, ReviewQueue, ReviewStatus, check_decision,
                            needs_review)
+from engine.events import ReviewEnqueued
 from engine.store.db import MIGRATIONS, Store
 from engine.types import (AgentOutcome, Answer, CallStatus, Candidate, Citation, Claim, ClaimCheck, ClaimLabel,
                           Generation, Role)
@@ -336,8 +337,8 @@ async def test_a_high_risk_answer_waits_for_an_operator_across_an_engine_restart
     assert item.pending and item.why == "high-risk question" and item.tier is RiskTier.HIGH
     assert item.payload["trace_id"] == high.trace_id and item.answer_text == high.answer
     assert {c.agent_id for c in item.candidates_summary} == {c.agent_id for c in high.candidates}
-    enqueued = [e for e in events if e.kind == "review.enqueued"]
-    assert len(enqueued) == 1 and enqueued[0].trace_id == high.trace_id and enqueued[0].payload["item"] == item
+    enqueued = [e for e in events if isinstance(e, ReviewEnqueued)]
+    assert len(enqueued) == 1 and enqueued[0].trace_id == high.trace_id and enqueued[0].item == item
 
     # A restart: a new Engine on the same database (without launching the agents again: the queue needs none).
     async with Engine(fleet, settings, db_path=db_path, cache_dir=cache_dir, launch=False) as restarted:

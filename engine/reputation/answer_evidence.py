@@ -1,0 +1,149 @@
+"""What one decided question says about each agent: the Observations the book learns from.
+
+Retrievers: a passage adopted into the safe context is good; being reported as a suspect (its top
+passage, or two of them, kept out as anomalies most other retrievers did not return) is bad. Both rest
+on what the other retrievers returned, so the committee confirms them; the witnesses are the peers whose
+own lists agree.
+
+Generators: every claim supported and the answer chosen are good; a claim the verifiers refuted, a
+citation of a chunk that is not in the context and a failed challenge are bad. The engine's own check
+is one of the votes: where it refuted (or checked the quote itself) the evidence is engine-checked,
+otherwise the refuting verifiers are the witnesses.
+
+Verifiers: a vote that matches the final label is good, a confident vote the others outvoted is bad;
+engine-checked when the engine's own vote is the final label.
+
+An operator's approval or rejection credits or debits the chosen generator and the retrievers of
+the passages it cited (engine-checked: a person looked).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ..types import Answer, CallStatus, ClaimLabel, RiskTier, Role, Verdict
+from .evidence import EvidenceReason, Observation, is_good
+
+LOCAL_VERIFIER = "evidence-check"      # the name the engine's own EvidenceVerifier votes under
+
+
+class _Ledger:
+    """Collects reasons per agent; engine-checked reasons and peers' witnesses kept apart."""
+
+    def __init__(self) -> None:
+        self.reasons: dict[str, list[tuple[EvidenceReason, bool, frozenset[str]]]] = defaultdict(list)
+        self.roles: dict[str, Role] = {}
+
+    def add(self, agent: str, role: Role, reason: EvidenceReason, *, engine_checked: bool,
+            witnesses: Iterable[str] = ()) -> None:
+        self.roles[agent] = role
+        self.reasons[agent].append((reason, engine_checked, frozenset(witnesses) - {agent}))
+
+    def observations(self, trace_id: str, answer: Answer) -> list[Observation]:
+        out = []
+        for agent, entries in self.reasons.items():
+            bad = [e for e in entries if not is_good(e[0])]
+            # Any bad evidence makes it a bad question: the observation carries the bad reasons only.
+            chosen = bad or entries
+            engine_checked = any(checked for _, checked, _ in chosen)
+            witnesses = frozenset().union(*(w for _, checked, w in chosen if not checked))
+            out.append(Observation.from_reasons(agent, self.roles[agent], trace_id, answer.tier,
+                                                [r for r, _, _ in chosen], engine_checked=engine_checked,
+                                                witnesses=witnesses))
+        return out
+
+
+def observations(answer: Answer, *, local_verifier: str = LOCAL_VERIFIER) -> list[Observation]:
+    ledger = _Ledger()
+    _retrieval(answer, ledger)
+    _generation(answer, ledger)
+    _verification(answer, ledger, local_verifier)
+    return ledger.observations(answer.trace_id, answer)
+
+
+def _retrieval(answer: Answer, ledger: _Ledger) -> None:
+    answered = {o.agent_id for o in answer.agents if o.role is Role.RETRIEVER and o.status is CallStatus.OK}
+    suspects = {agent for agent, _ in answer.suspects}
+    for agent in sorted(suspects & answered):
+        ledger.add(agent, Role.RETRIEVER, EvidenceReason.REPORTED_SUSPECT, engine_checked=False,
+                   witnesses=answered - suspects)
+    for agent in sorted(answered - suspects):
+        peers = {a for c in answer.context if agent in c.supported_by for a in c.supported_by}
+        if peers:
+            ledger.add(agent, Role.RETRIEVER, EvidenceReason.ADOPTED, engine_checked=False, witnesses=peers)
+
+
+def _generation(answer: Answer, ledger: _Ledger) -> None:
+    chosen = next((c for c in answer.candidates if answer.verdict is Verdict.ANSWERED
+                   and c.generation.answer == answer.answer), None)
+    for candidate in answer.candidates:
+        agent = candidate.agent_id
+        for check in candidate.checks:
+            if check.label is ClaimLabel.REFUTED:
+                refuters = {v.verifier for v in check.votes if v.label is ClaimLabel.REFUTED}
+                ledger.add(agent, Role.GENERATOR, EvidenceReason.CLAIM_REFUTED,
+                           engine_checked=LOCAL_VERIFIER in refuters or not check.votes, witnesses=refuters)
+            elif check.reason.startswith("cites chunks not in the context"):
+                ledger.add(agent, Role.GENERATOR, EvidenceReason.CITED_UNKNOWN, engine_checked=True)
+        if candidate.challenge.startswith("failed: its quote") or candidate.challenge.startswith(
+                "failed: the quote"):
+            ledger.add(agent, Role.GENERATOR, EvidenceReason.CHALLENGE_FAILED, engine_checked=True)
+        if candidate.checks and all(k.supported for k in candidate.checks):
+            ledger.add(agent, Role.GENERATOR, EvidenceReason.CLAIMS_SUPPORTED, engine_checked=True)
+        if candidate is chosen:
+            ledger.add(agent, Role.GENERATOR, EvidenceReason.ANSWER_CHOSEN, engine_checked=True)
+
+
+def _verification(answer: Answer, ledger: _Ledger, local_verifier: str) -> None:
+    for candidate in answer.candidates:
+        for check in candidate.checks:
+            local = next((v.label for v in check.votes if v.verifier == local_verifier), None)
+            agreeing = {v.verifier for v in check.votes if v.label is check.label}
+            for vote in check.votes:
+                if vote.verifier == local_verifier:
+                    continue
+                if vote.label is check.label:
+                    ledger.add(vote.verifier, Role.VERIFIER, EvidenceReason.VOTE_AGREED,
+                               engine_checked=local is check.label, witnesses=agreeing)
+                elif vote.label is not ClaimLabel.NOT_ENOUGH:   # a confident vote the others outvoted
+                    ledger.add(vote.verifier, Role.VERIFIER, EvidenceReason.VOTE_OUTVOTED,
+                               engine_checked=local is check.label, witnesses=agreeing)
+
+
+@dataclass(frozen=True)
+class DecidedAnswer:
+    """What an operator's decision needs of an answer: built from a live Answer or from the JSON payload
+    the approval queue stored (so a decision from the CLI, with no engine running, counts the same)."""
+    trace_id: str
+    tier: RiskTier
+    answer: str
+    generators: tuple[str, ...]           # generators whose answer is the given one
+    cited_retrievers: tuple[str, ...]     # retrievers that returned a passage the answer cites
+
+    @classmethod
+    def from_answer(cls, answer: Answer) -> "DecidedAnswer":
+        cited = {c.chunk_id for c in answer.citations}
+        return cls(answer.trace_id, answer.tier, answer.answer,
+                   tuple(c.agent_id for c in answer.candidates if answer.answer and c.generation.answer == answer.answer),
+                   tuple(sorted({a for c in answer.context if c.chunk.id in cited for a in c.supported_by})))
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> "DecidedAnswer":
+        text = str(payload.get("answer", ""))
+        cited = {c.get("chunk_id") for c in payload.get("citations", ()) if isinstance(c, Mapping)}
+        generators = tuple(c.get("agent_id", "") for c in payload.get("candidates", ()) if isinstance(c, Mapping)
+                           and text and (c.get("generation") or {}).get("answer") == text)
+        retrievers = sorted({a for c in payload.get("context", ()) if isinstance(c, Mapping)
+                             and (c.get("chunk") or {}).get("id") in cited for a in c.get("supported_by", ())})
+        return cls(str(payload.get("trace_id", "")), RiskTier(payload.get("tier", RiskTier.MEDIUM.value)), text,
+                   generators, tuple(retrievers))
+
+
+def operator_observations(decided: DecidedAnswer, approved: bool) -> list[Observation]:
+    """An operator's decision on an answer: the generators that gave it and the retrievers of the passages
+    it cited are credited (approved) or debited (rejected). Engine-checked: a person looked."""
+    reason = EvidenceReason.OPERATOR_APPROVED if approved else EvidenceReason.OPERATOR_REJECTED
+    agents = {a: Role.GENERATOR for a in decided.generators} | {a: Role.RETRIEVER for a in decided.cited_retrievers}
+    return [Observation.from_reasons(agent, role, decided.trace_id, decided.tier, (reason,), engine_checked=True)
+            for agent, role in sorted(agents.items())]
