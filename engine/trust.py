@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Sequence
 
 from .reputation import (AgentQuarantined, AgentReleased, AlertRaised, ProbationEnded, ReputationBook,
                          ReputationChanged, ReputationEvent, ReputationSettings)
-from .reputation.answer_evidence import DecidedAnswer, observations, operator_observations
+from .reputation.answer_evidence import DecidedAnswer, agreement, observations, operator_observations
 from .store.db import Store
 from .store.trust import AlertRow, AuditEntry, NewAlert, ScorePoint, TrustTables
 from .types import Answer, CallStatus, RiskTier, Role, to_jsonable
@@ -62,11 +62,12 @@ class TrustKeeper:
         for obs in observations(answer):
             if obs.agent_id in self.book and obs.has_evidence:
                 events += self.book.observe(obs)
+        went_along = agreement(answer)
         for outcome in answer.agents:
             if outcome.agent_id in self.book:
                 events += self.book.observe_behaviour(outcome.agent_id, outcome.latency_ms, outcome.n_items,
                                                       outcome.status is not CallStatus.OK,
-                                                      trace_id=answer.trace_id)
+                                                      went_along.get(outcome.agent_id), trace_id=answer.trace_id)
         return await self._save(events)
 
     async def after_decision(self, decided: DecidedAnswer, approved: bool) -> TrustUpdate:

@@ -62,6 +62,24 @@ def observations(answer: Answer, *, local_verifier: str = LOCAL_VERIFIER) -> lis
     return ledger.observations(answer.trace_id, answer)
 
 
+def agreement(answer: Answer) -> dict[str, bool]:
+    """Whether each agent went along with the outcome, for its behaviour baseline: a retriever whose
+    passages were adopted and that was not reported, a generator whose answer is the given one or agrees
+    with it. Agents the question says nothing about are left out."""
+    out: dict[str, bool] = {}
+    suspects = {agent for agent, _ in answer.suspects}
+    for outcome in answer.agents:
+        if outcome.role is Role.RETRIEVER and outcome.status is CallStatus.OK:
+            adopted = any(outcome.agent_id in c.supported_by for c in answer.context)
+            out[outcome.agent_id] = adopted and outcome.agent_id not in suspects
+    chosen = next((c for c in answer.candidates if answer.verdict is Verdict.ANSWERED
+                   and c.generation.answer == answer.answer), None)
+    if chosen is not None:
+        for candidate in answer.candidates:
+            out[candidate.agent_id] = candidate is chosen or candidate.agent_id in chosen.agreeing
+    return out
+
+
 def _retrieval(answer: Answer, ledger: _Ledger) -> None:
     answered = {o.agent_id for o in answer.agents if o.role is Role.RETRIEVER and o.status is CallStatus.OK}
     suspects = {agent for agent, _ in answer.suspects}

@@ -10,7 +10,7 @@ from engine import Engine, load_fleet, load_settings
 from engine.errors import InputError
 from engine.events import TrustUpdated
 from engine.reputation import EvidenceReason, ReputationChanged, ReputationSettings, TrustState
-from engine.reputation.answer_evidence import DecidedAnswer, observations, operator_observations
+from engine.reputation.answer_evidence import DecidedAnswer, agreement, observations, operator_observations
 from engine.store.db import Store
 from engine.trust import TrustKeeper
 from engine.types import (AgentOutcome, Answer, CallStatus, Candidate, Chunk, Citation, Claim, ClaimCheck,
@@ -58,6 +58,9 @@ def test_evidence_read_from_an_answer():
     assert obs["ret-rogue"].reasons == (EvidenceReason.REPORTED_SUSPECT,) and not obs["ret-rogue"].engine_checked
     assert obs["ret-rogue"].witnesses == {"ret-a", "ret-b"}
     assert obs["ret-a"].reasons == (EvidenceReason.ADOPTED,) and obs["ret-a"].witnesses == {"ret-b"}
+    # For the behaviour baseline: who went along with the outcome.
+    assert agreement(answer()) == {"ret-a": True, "ret-b": True, "ret-rogue": False, "gen-a": True,
+                                   "gen-liar": False}
 
 
 def test_a_refutation_only_peers_voted_for_rests_on_them():
