@@ -13,16 +13,21 @@ from pathlib import Path
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fleet", type=Path, help="fleet file (default: config/fleet.toml)")
-    parser.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
-    parser.add_argument("--corpus", type=Path, help="folder of .md/.txt files the built-in retrievers index")
-    parser.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """Options every command takes, before or after its name: a subcommand's copy never overwrites a
+    value given before the subcommand (`main.py --settings S agents`)."""
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--fleet", type=Path, default=default, help="fleet file (default: config/fleet.toml)")
+    parser.add_argument("--settings", type=Path, default=default,
+                        help="engine settings file (default: config/engine.toml)")
+    parser.add_argument("--corpus", type=Path, default=default,
+                        help="folder of .md/.txt files the built-in retrievers index")
+    parser.add_argument("--db", type=Path, default=default, help="SQLite file (default: user data dir, or $QUORUM_DB)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quorum", description="Operations console for a fleet of RAG agents that may lie.")
-    _common(parser)
+    _common(parser, top=True)
     sub = parser.add_subparsers(dest="command")
     ask = sub.add_parser("ask", help="answer one question on the fleet, headless")
     ask.add_argument("question")
@@ -35,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(fleet)
     audit = sub.add_parser("audit", help="check the audit trail")
     audit.add_argument("action", choices=["verify"])
-    audit.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+    audit.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="SQLite file (default: user data dir, or $QUORUM_DB)")
     _add_review_parser(sub)
     from engine.trust_cli import add_agents_parser
     add_agents_parser(sub, _common)
@@ -55,7 +60,7 @@ def _add_review_parser(sub) -> None:
     listing = actions.add_parser("list", help="list review items (pending first)")
     listing.add_argument("--status", choices=["pending", "approved", "rejected", "all"], default="pending")
     listing.add_argument("--json", action="store_true", help="print a JSON list")
-    listing.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+    listing.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="SQLite file (default: user data dir, or $QUORUM_DB)")
     from engine.review import APPROVE_REASONS, REJECT_REASONS
     for name, reasons in (("approve", APPROVE_REASONS), ("reject", REJECT_REASONS)):
         action = actions.add_parser(name, help=f"{name} a pending item; reasons: {' | '.join(reasons)}")
@@ -64,7 +69,7 @@ def _add_review_parser(sub) -> None:
         action.add_argument("--note", default="", help='free text; required when the reason is "other"')
         action.add_argument("--operator", default=default_operator(),
                             help="who decides (default: $USER, or \"operator\")")
-        action.add_argument("--db", type=Path, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+        action.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="SQLite file (default: user data dir, or $QUORUM_DB)")
 
 
 def _load(args):
