@@ -1,5 +1,9 @@
-"""The main window: fleet and approval queue (tabs) above, question and answer below, start-up
-progress in the status bar. The Approvals tab title counts the answers waiting for an operator.
+"""The main window: fleet, approval queue, trust plot and alerts (tabs) above, question and answer
+below, start-up progress in the status bar. The Approvals tab title counts the answers waiting for an
+operator; the Alerts tab title and a button in the status bar count the alerts nobody acknowledged
+yet (the button opens the Alerts tab). Selecting an agent in the fleet table, on the trust plot or
+through an alert selects it in the others. When the engine is ready the stored score history and
+alerts are read once (load_trust); from then on the panels grow live.
 
 Closing is two-step: the first close request is refused and announced with sig_close_requested,
 so the app can shut the engine down while the window still says what is happening; the app then
@@ -9,19 +13,23 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QSplitter, QStyle, QTabWidget, QToolButton, QWidget
 
 from . import style
+from .panels.alerts import AlertsPanel
 from .panels.approvals import ApprovalsPanel
 from .panels.ask import AskPanel
 from .panels.fleet import FleetPanel
+from .panels.trust import TrustPanel
 from .service import EngineService
 from .toast import Toast
 
 TITLE = "Quorum — operations console"
 DEFAULT_SIZE = QSize(1280, 800)
-FLEET_TAB, APPROVALS_TAB = 0, 1
+FLEET_TAB, APPROVALS_TAB, TRUST_TAB, ALERTS_TAB = 0, 1, 2, 3
 APPROVALS_HEIGHT = 360       # pixels the top area takes while the approval queue is shown
+TRUST_HEIGHT = 430           # ... the trust plot
+ALERTS_HEIGHT = 320          # ... the alerts list
 
 
 class MainWindow(QMainWindow):
@@ -36,11 +44,17 @@ class MainWindow(QMainWindow):
 
         self.fleet_panel = FleetPanel(service)
         self.approvals_panel = ApprovalsPanel(service)
+        self.trust_panel = TrustPanel(service)
+        self.alerts_panel = AlertsPanel(service)
         self.ask_panel = AskPanel(service)
+        self._service = service
         self.top_tabs = QTabWidget()
         self.top_tabs.setDocumentMode(True)
         self.top_tabs.addTab(self.fleet_panel, "Fleet")
         self.top_tabs.addTab(self.approvals_panel, self.approvals_panel.tab_title())
+        self.top_tabs.addTab(self.trust_panel, self.trust_panel.tab_title())
+        self.top_tabs.addTab(self.alerts_panel, self.alerts_panel.tab_title())
+        self.top_tabs.setTabToolTip(TRUST_TAB, "Every agent's trust score over time, and the quarantine floor")
         self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.top_tabs)
         splitter.addWidget(self.ask_panel)
@@ -49,20 +63,36 @@ class MainWindow(QMainWindow):
         tabs_height = self.top_tabs.tabBar().sizeHint().height()
         fleet_height = self.fleet_panel.fitting_height() + tabs_height
         # Each tab keeps its own height: the queue needs room for an item's candidates and the decision form.
-        self._top_heights = {FLEET_TAB: fleet_height, APPROVALS_TAB: max(fleet_height, APPROVALS_HEIGHT)}
+        self._top_heights = {FLEET_TAB: fleet_height, APPROVALS_TAB: max(fleet_height, APPROVALS_HEIGHT),
+                             TRUST_TAB: max(fleet_height, TRUST_HEIGHT), ALERTS_TAB: max(fleet_height, ALERTS_HEIGHT)}
         splitter.setSizes([fleet_height, DEFAULT_SIZE.height() - fleet_height])
         splitter.setContentsMargins(8, 8, 8, 0)
         self.setCentralWidget(splitter)
         self._top_tab = FLEET_TAB
         self.top_tabs.currentChanged.connect(self._on_top_tab_changed)
         self.approvals_panel.sig_pending_changed.connect(self._on_pending_changed)
+        self.alerts_panel.sig_open_changed.connect(self._on_open_alerts_changed)
+        # One agent selected everywhere: the fleet row, the trust line, the alert's agent.
+        self.trust_panel.sig_agent_selected.connect(self.fleet_panel.select_agent)
+        self.fleet_panel.sig_agent_selected.connect(self.trust_panel.select_agent)
+        self.alerts_panel.sig_agent_selected.connect(self.fleet_panel.select_agent)
 
         self.status_text = QLabel("Engine not started")
         self.progress = QProgressBar()
         self.progress.setFixedWidth(220)
         self.progress.setFormat("%v / %m agents")
         self.progress.hide()
+        self.alerts_button = QToolButton()        # "⚠ 2 open alerts": hidden when none is open; opens the Alerts tab
+        self.alerts_button.setAutoRaise(True)
+        self.alerts_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.alerts_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning))
+        self.alerts_button.setStyleSheet(f"QToolButton {{ color: {style.RED.name()}; font-weight: bold; }}")
+        self.alerts_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.alerts_button.setToolTip("Show the alerts")
+        self.alerts_button.clicked.connect(self.show_alerts)
+        self.alerts_button.hide()
         self.statusBar().addWidget(self.status_text, 1)
+        self.statusBar().addPermanentWidget(self.alerts_button)
         self.statusBar().addPermanentWidget(self.progress)
         self.toast = Toast(self)
         self.ask_panel.question.setFocus()     # typing starts a question; the fleet table is for reading
@@ -74,10 +104,18 @@ class MainWindow(QMainWindow):
         service.sig_stopping.connect(self._on_stopping)
         service.sig_stopped.connect(lambda: self.status_text.setText("Engine stopped"))
         self.fleet_panel.sig_summary_changed.connect(self._on_fleet_summary)
+        service.sig_agent_changed.connect(self._on_trust_standing)
 
     # --- fleet / approvals tabs ------------------------------------------------------------
     def show_approvals(self) -> None:
         self.top_tabs.setCurrentIndex(APPROVALS_TAB)
+
+    def show_trust(self) -> None:
+        self.top_tabs.setCurrentIndex(TRUST_TAB)
+
+    def show_alerts(self) -> None:
+        self.top_tabs.setCurrentIndex(ALERTS_TAB)
+        self.alerts_panel.select_first_open()
 
     def _on_top_tab_changed(self, tab: int) -> None:
         sizes = self.splitter.sizes()
@@ -94,6 +132,18 @@ class MainWindow(QMainWindow):
         bar.setTabToolTip(APPROVALS_TAB, f"{pending} answer(s) wait for an operator" if pending
                           else "No answer waits for an operator")
 
+    def _on_open_alerts_changed(self, open_count: int) -> None:
+        self.top_tabs.setTabText(ALERTS_TAB, self.alerts_panel.tab_title())
+        bar = self.top_tabs.tabBar()
+        bar.setTabTextColor(ALERTS_TAB, style.RED if open_count else bar.palette().windowText().color())
+        bar.setTabToolTip(ALERTS_TAB, f"{open_count} alert(s) not acknowledged yet" if open_count
+                          else "Every alert is acknowledged")
+        self.alerts_button.setText(f"{open_count} open alert{'s' if open_count != 1 else ''}")
+        self.alerts_button.setVisible(open_count > 0)
+
+    def _on_trust_standing(self, _view) -> None:
+        self.top_tabs.setTabText(TRUST_TAB, self.trust_panel.tab_title())
+
     # --- status bar ------------------------------------------------------------------------
     def _on_starting(self, up: int, total: int) -> None:
         self.status_text.setText(f"Starting agents {up}/{total}… (models may take a minute to load the first time)")
@@ -103,6 +153,7 @@ class MainWindow(QMainWindow):
 
     def _on_ready(self, _agents_up: int) -> None:
         self._ready = True
+        self._service.load_trust()          # the stored score history and alerts, once; live from here on
         self.progress.hide()
         self._on_fleet_summary(self.fleet_panel.summary())
 

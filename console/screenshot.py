@@ -1,12 +1,14 @@
 """Screenshot of the console as an operator sees it, taken offscreen:
 
     python -m console.screenshot OUT.png [--fleet F] [--corpus DIR] [--question Q] [--tier T] [--tab NAME]
-                                         [--panel fleet|approvals]
+                                         [--panel fleet|approvals|trust|alerts] [--repeat N] [--select AGENT]
 
-Starts the real console (run_console), waits for the fleet, asks the question, waits for the
-answer, opens the evidence tab named by --tab (e.g. "context", "generators") and the top panel named
-by --panel (with --panel approvals, the question's review item is selected if it has one), saves
-`window.grab()` and closes the window through the normal shutdown path.
+Starts the real console (run_console), waits for the fleet, asks the question (--repeat times, so the
+trust plot has a history), waits for each answer, opens the evidence tab named by --tab (e.g.
+"context", "generators"; a top panel's name, e.g. "trust" or "alerts", works too) and the top panel
+named by --panel (with --panel approvals, the question's review item is selected if it has one),
+selects --select's agent (its fleet row, its trust line), saves `window.grab()` and closes the
+window through the normal shutdown path.
 The database goes to a temporary folder unless --db is given; the embedding cache is the usual one.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 DEFAULT_QUESTION = "What are the moons of Mars?"
+TOP_PANELS = ["fleet", "approvals", "trust", "alerts"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,9 +35,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", type=Path, help="SQLite file (default: a temporary one)")
     parser.add_argument("--cache-dir", type=Path, help="agents' cache folder (default: the user cache dir)")
     parser.add_argument("--tab", help="evidence tab to show, by the start of its name (case-insensitive): "
-                                         "citations, context, generators or agents (default: the one the answer opens)")
-    parser.add_argument("--panel", choices=["fleet", "approvals"], default="fleet",
-                        help="top panel to show: the fleet table or the approval queue (default: fleet)")
+                                         "citations, context, generators or agents (default: the one the answer "
+                                         "opens); or a top panel: fleet, approvals, trust or alerts")
+    parser.add_argument("--panel", choices=TOP_PANELS, default="fleet",
+                        help="top panel to show: the fleet table, the approval queue, the trust plot or the "
+                             "alerts (default: fleet)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="ask the question N times before the screenshot (the demo fleet's gen-gamma is "
+                             "quarantined after about 7)")
+    parser.add_argument("--select", metavar="AGENT", help="agent to select (fleet row and trust line)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the fleet, then the answer")
     return parser
 
@@ -46,7 +55,7 @@ def find_tab(names: list[str], wanted: str) -> int:
 
 
 def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int | None = None,
-                top_panel: str = "fleet"):
+                top_panel: str = "fleet", repeat: int = 1, select: str | None = None):
     from .signals import first_emission
     from .service import Phase
 
@@ -58,18 +67,27 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
                 return 1
             await first_emission(service.sig_ready, service.sig_error, timeout_s=timeout_s)
         panel = window.ask_panel
-        panel.question.setText(question)
-        panel.tier.setCurrentText(tier)
-        panel.submit()
         answers = []
         service.sig_answer.connect(answers.append)
-        _, (ok,) = await first_emission(service.sig_question_finished, timeout_s=timeout_s)
-        if not ok:
-            log.error("the question failed; no screenshot")
-            return 1
+        for n in range(max(repeat, 1)):
+            panel.question.setText(question)
+            panel.tier.setCurrentText(tier)
+            panel.submit()
+            _, (ok,) = await first_emission(service.sig_question_finished, timeout_s=timeout_s)
+            if not ok:
+                log.error("question %d failed; no screenshot", n + 1)
+                return 1
         if tab is not None:
             panel.answer_view.show_tab(tab)
-        if top_panel == "approvals":
+        if select:
+            if not window.fleet_panel.select_agent(select):
+                log.error("no agent %r in the fleet; no screenshot", select)
+                return 1
+        if top_panel == "trust":
+            window.show_trust()
+        elif top_panel == "alerts":
+            window.show_alerts()
+        elif top_panel == "approvals":
             window.show_approvals()
             if answers:
                 item = next((i for i in window.approvals_panel.model.records() if i.trace_id == answers[-1].trace_id),
@@ -93,17 +111,22 @@ def main(argv: list[str] | None = None) -> int:
     from .app import run_console
     from .panels.answer import TAB_NAMES
 
-    tab = None
+    tab, panel = None, args.panel
     if args.tab:
         tab = find_tab(list(TAB_NAMES), args.tab)
         if tab < 0:
-            build_parser().error(f"--tab {args.tab!r}: no such tab (tabs: {', '.join(TAB_NAMES)})")
+            top = find_tab(TOP_PANELS, args.tab)
+            if top < 0:
+                build_parser().error(f"--tab {args.tab!r}: no such tab (tabs: {', '.join(TAB_NAMES)}; "
+                                     f"top panels: {', '.join(TOP_PANELS)})")
+            tab, panel = None, TOP_PANELS[top]
 
     fleet = load_fleet(args.fleet, corpus_dir=args.corpus.resolve() if args.corpus else None)
     settings = load_settings(args.settings)
     with tempfile.TemporaryDirectory(prefix="quorum-screenshot-") as tmp:
         db_path = args.db or Path(tmp) / "quorum.db"
-        script = make_script(args.out.resolve(), args.question, args.tier, args.timeout, tab, args.panel)
+        script = make_script(args.out.resolve(), args.question, args.tier, args.timeout, tab, panel, args.repeat,
+                             args.select)
         return run_console(fleet, settings, db_path=db_path, cache_dir=args.cache_dir, script=script)
 
 

@@ -21,6 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from engine import AgentState, AgentView, Engine, InputError, QuorumError, RiskTier
 from engine.events import AgentChanged, EngineReady, QuestionReceived, ReviewEnqueued, TrustUpdated
+from engine.reputation import ReputationSettings
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,16 @@ class EngineService(QObject):
     def agents(self) -> tuple[AgentView, ...]:
         """A snapshot of the fleet, for panels that start before the first event."""
         return self._engine.agents()
+
+    @property
+    def reputation_settings(self) -> ReputationSettings:
+        """The reputation book's settings, read-only (frozen): panels quote its floor and probation terms."""
+        return self._engine.settings.reputation
+
+    @property
+    def quarantine_floor(self) -> float:
+        """The score below which the reputation book quarantines an agent on its own (engine settings)."""
+        return self.reputation_settings.quarantine_floor
 
     # --- methods in ------------------------------------------------------------------------
     def start(self) -> asyncio.Task | None:

@@ -44,6 +44,24 @@ AGENT_STATE_COLOURS = {
     AgentState.DISABLED: GREY,
 }
 
+# An agent's standing in the reputation book (AgentView.trust_state): active reads as plain text.
+TRUST_STATE_COLOURS = {
+    "probation": AMBER,
+    "quarantined": RED,
+}
+TRUST_STATE_MEANINGS = {
+    "active": "takes work at every risk tier its score allows",
+    "probation": "released from quarantine: low-risk work only and a capped vote, until it earns its way back",
+    "quarantined": "gets no work at all until an operator releases it",
+}
+QUARANTINED_BACKGROUND = QColor("#fde7e7")
+PROBATION_BACKGROUND = QColor("#fff3e0")
+
+# One colour per agent on the Trust plot: distinct on white, and none of them red, which the
+# quarantine floor and quarantine markers keep for themselves.
+AGENT_LINE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+                      "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#31a354", "#756bb1")
+
 CALL_STATUS_COLOURS = {
     CallStatus.OK: GREEN,
     CallStatus.TIMEOUT: AMBER,
@@ -65,6 +83,18 @@ VERDICT_LABELS = {
 
 def agent_state_colour(state: AgentState) -> QColor:
     return AGENT_STATE_COLOURS.get(state, GREY)
+
+
+def trust_state_colour(state: str) -> QColor | None:
+    return TRUST_STATE_COLOURS.get(state)
+
+
+def trust_state_background(state: str) -> QColor | None:
+    return {"quarantined": QUARANTINED_BACKGROUND, "probation": PROBATION_BACKGROUND}.get(state)
+
+
+def agent_line_colour(position: int) -> QColor:
+    return QColor(AGENT_LINE_COLOURS[position % len(AGENT_LINE_COLOURS)])
 
 
 def call_status_colour(status: CallStatus) -> QColor:

@@ -1,7 +1,10 @@
 """Fleet panel: one row per agent, updated row by row as the engine reports each agent.
 
 An agent the latest answer names as a suspect carries a warning icon and a "suspected: …" detail
-until an answer no longer names it; only the rows whose mark changes are redrawn.
+until an answer no longer names it; only the rows whose mark changes are redrawn. Each row shows the
+agent's trust score and standing in the reputation book (quarantined in red, probation in amber);
+"Quarantine…" and "Release…" (buttons above the table, or its context menu) open a reason dialog
+for the selected agent.
 """
 from __future__ import annotations
 
@@ -9,16 +12,17 @@ import dataclasses
 from collections import defaultdict
 from typing import Iterable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHeaderView, QLabel, QStyle, QTableView, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHBoxLayout, QHeaderView, QLabel, QMenu, QPushButton,
+                               QSizePolicy, QStyle, QTableView, QVBoxLayout, QWidget)
 
 from engine import AgentState, AgentView, Answer, FaultKind
 
 from .. import style
 from ..service import EngineService
 from ..table_model import RIGHT, Column, RecordTableModel
+from .trust_dialog import TrustAction, TrustActionDialog
 
 
 def kind_text(view: AgentView) -> str:
@@ -34,6 +38,14 @@ def latency_text(view: AgentView) -> str:
 def reliability_text(view: AgentView) -> str:
     reliability = view.reliability
     return "—" if reliability is None else f"{reliability:.0%} ({view.ok_calls}/{view.calls})"
+
+
+def score_text(view: AgentView) -> str:
+    return "—" if view.trust_score is None else f"{view.trust_score:.2f}"
+
+
+def standing_tooltip(view: AgentView) -> str:
+    return f"{view.trust_state}: {style.TRUST_STATE_MEANINGS.get(view.trust_state, '')}".rstrip(": ")
 
 
 def status_tooltip(view: AgentView) -> str:
@@ -67,14 +79,21 @@ FLEET_COLUMNS: tuple[Column[AgentView], ...] = (
            bold=lambda v: v.spec.fault.kind is not FaultKind.NONE, tooltip=fault_tooltip),
     Column("Status", lambda v: v.state.value, foreground=lambda v: style.agent_state_colour(v.state),
            bold=lambda v: v.state in (AgentState.UP, AgentState.DOWN), tooltip=status_tooltip),
-    Column("Last latency (ms)", latency_text, align=RIGHT),
-    Column("Trust", lambda v: v.spec.trust.value),
+    Column("Score", score_text, align=RIGHT, foreground=lambda v: style.trust_state_colour(v.trust_state),
+           bold=lambda v: v.trust_state != "active", tooltip=standing_tooltip,
+           header_tooltip="Trust score in the reputation book, 0 to 1: evidence from every question moves it"),
+    Column("Standing", lambda v: v.trust_state, foreground=lambda v: style.trust_state_colour(v.trust_state),
+           background=lambda v: style.trust_state_background(v.trust_state),
+           bold=lambda v: v.trust_state != "active", tooltip=standing_tooltip,
+           header_tooltip="active, probation (low-risk work only) or quarantined (no work)"),
+    Column("Latency (ms)", latency_text, align=RIGHT, header_tooltip="The agent's last call"),
+    Column("Trust level", lambda v: v.spec.trust.value, header_tooltip="The trust level the fleet file declares"),
     Column("Reliability", reliability_text, align=RIGHT,
            foreground=lambda v: style.RED if (v.reliability is not None and v.reliability < 0.5) else None),
     Column("Detail", lambda v: v.detail or v.url, tooltip=lambda v: v.detail,
            foreground=lambda v: style.RED if v.state is AgentState.DOWN else style.GREY),
 )
-STATUS_COLUMN = 4
+STATUS_COLUMN, SCORE_COLUMN, STANDING_COLUMN = 4, 5, 6
 AGENT_COLUMN, DETAIL_COLUMN = 0, len(FLEET_COLUMNS) - 1
 
 
@@ -148,48 +167,84 @@ class FleetModel(RecordTableModel[AgentView]):
     def row_of(self, agent_id: str) -> int:
         return self._rows[agent_id]
 
+    def view(self, agent_id: str) -> AgentView | None:
+        row = self._rows.get(agent_id)
+        return None if row is None else self.record(row)
+
+    def count_standing(self, standing: str) -> int:
+        return sum(view.trust_state == standing for view in self.records())
+
     def count(self, state: AgentState) -> int:
         return sum(view.state is state for view in self.records())
 
 
 class FleetPanel(QWidget):
     sig_summary_changed = Signal(str)
+    sig_agent_selected = Signal(str)        # agent id: the operator selected its row
 
     def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._service = service
+        self._accepting = service.ready
+        self.dialog: TrustActionDialog | None = None
         self.model = FleetModel(self)
         self.model.set_agents(service.agents())
 
         self.title = QLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
+        self.message = QLabel()                 # the last quarantine or release, or why it was refused
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # never widens the window
+        self.message.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.quarantine_button = QPushButton("Quarantine…")
+        self.release_button = QPushButton("Release…")
         self.table = QTableView()
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().setVisible(False)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         style.compact_rows(self.table)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)     # Detail (URL or last error) takes the slack
 
+        self.header_row = QWidget()
+        top = QHBoxLayout(self.header_row)
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(self.title)
+        top.addWidget(self.message, 1)
+        top.addWidget(self.quarantine_button)
+        top.addWidget(self.release_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.title)
+        layout.addWidget(self.header_row)
         layout.addWidget(self.table)
 
         service.sig_agent_changed.connect(self.model.update_agent)
         service.sig_answer.connect(self.show_suspects)
+        service.sig_ready.connect(self._on_ready)
+        service.sig_stopping.connect(self._on_stopping)
+        service.sig_trust_failed.connect(self._on_trust_failed)
         self.model.dataChanged.connect(self._update_title)
         self.model.modelReset.connect(self._update_title)
         self.model.rowsInserted.connect(self._update_title)
+        self.model.dataChanged.connect(self._refresh_buttons)
+        self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
+        self.table.customContextMenuRequested.connect(self._show_context_menu)
+        self.quarantine_button.clicked.connect(lambda: self.open_dialog(TrustAction.QUARANTINE))
+        self.release_button.clicked.connect(lambda: self.open_dialog(TrustAction.RELEASE))
         self._update_title()
+        self._refresh_buttons()
 
     def fitting_height(self, max_rows: int = 12) -> int:
         """Height that shows every agent (up to max_rows) without a scroll bar."""
         rows = min(self.model.rowCount(), max_rows)
         table = self.table
-        return (self.title.sizeHint().height() + self.layout().spacing() + table.horizontalHeader().sizeHint().height()
+        return (self.header_row.sizeHint().height() + self.layout().spacing()
+                + table.horizontalHeader().sizeHint().height()
                 + rows * table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth() + 2)
 
     def show_suspects(self, answer: Answer) -> None:
@@ -198,13 +253,120 @@ class FleetPanel(QWidget):
             self._update_title()
 
     def summary(self) -> str:
-        """'5 of 6 agents up · 1 down · 1 suspected': the fleet's health in one phrase (disabled agents not counted)."""
+        """'5 of 6 agents up · 1 down · 1 suspected · 1 quarantined': the fleet's health in one phrase
+        (disabled agents not counted)."""
         up, down = self.model.count(AgentState.UP), self.model.count(AgentState.DOWN)
         total = self.model.rowCount() - self.model.count(AgentState.DISABLED)
         suspected = len(self.model.suspects())
+        quarantined, probation = self.model.count_standing("quarantined"), self.model.count_standing("probation")
         text = f"all {total} agents up" if up == total else f"{up} of {total} agents up" + (f" · {down} down" if down else "")
-        return text + (f" · {suspected} suspected" if suspected else "")
+        return (text + (f" · {suspected} suspected" if suspected else "")
+                + (f" · {quarantined} quarantined" if quarantined else "")
+                + (f" · {probation} on probation" if probation else ""))
 
     def _update_title(self, *_args) -> None:
         self.title.setText(f"Fleet — {self.summary()}")
         self.sig_summary_changed.emit(self.summary())
+
+    # --- selection -------------------------------------------------------------------------
+    def current_view(self) -> AgentView | None:
+        index = self.table.currentIndex()
+        return self.model.record(index.row()) if index.isValid() and index.row() < self.model.rowCount() else None
+
+    def select_agent(self, agent_id: str) -> bool:
+        """Selects the agent's row (the Trust plot's click lands here); False for an unknown id."""
+        try:
+            row = self.model.row_of(agent_id)
+        except KeyError:
+            return False
+        current = self.current_view()
+        if current is None or current.spec.id != agent_id:
+            self.table.setCurrentIndex(self.model.index(row, 0))
+        self.table.scrollTo(self.model.index(row, 0))
+        return True
+
+    def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self._refresh_buttons()
+        if current.isValid():
+            self.sig_agent_selected.emit(self.model.record(current.row()).spec.id)
+
+    # --- quarantine and release ------------------------------------------------------------
+    def can(self, action: TrustAction, view: AgentView | None) -> tuple[bool, str]:
+        """May the operator start this action on this agent now, and if not, why not (for the tooltip)."""
+        if view is None:
+            return False, "Select an agent first"
+        if not self._accepting:
+            return False, "Waiting for the engine"
+        agent = view.spec.id
+        if action is TrustAction.QUARANTINE:
+            if view.trust_state == "quarantined":
+                return False, f"{agent} is already quarantined"
+            return True, f"Take {agent} off all work until an operator releases it"
+        if view.trust_state != "quarantined":
+            return False, f"{agent} is not quarantined (it is {view.trust_state})"
+        return True, f"Let {agent} back on probation: low-risk work only and a capped vote"
+
+    def open_dialog(self, action: TrustAction) -> TrustActionDialog | None:
+        """Opens the reason dialog for the selected agent (window-modal, without a nested event loop)."""
+        view = self.current_view()
+        allowed, _why = self.can(action, view)
+        if not allowed or view is None:
+            return None
+        if self.dialog is not None:
+            self.dialog.deleteLater()
+        self.dialog = TrustActionDialog(self._service, view, action, self)
+        self.dialog.sig_saved.connect(self._on_saved)
+        self.message.clear()
+        self.dialog.open()
+        return self.dialog
+
+    def context_menu(self, row: int) -> QMenu:
+        """'Quarantine ID…' and 'Release ID…' for the agent on this row (selecting it), each enabled if it applies."""
+        self.table.setCurrentIndex(self.model.index(row, 0))
+        view = self.model.record(row)
+        menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.setToolTipsVisible(True)
+        for action in TrustAction:
+            allowed, why = self.can(action, view)
+            item = menu.addAction(f"{action.verb} {view.spec.id}…")
+            item.triggered.connect(lambda _checked=False, a=action: self.open_dialog(a))
+            item.setEnabled(allowed)
+            item.setToolTip(why)
+        return menu
+
+    def _show_context_menu(self, pos: QPoint) -> None:
+        index = self.table.indexAt(pos)
+        if index.isValid():
+            self.context_menu(index.row()).popup(self.table.viewport().mapToGlobal(pos))
+
+    def _on_saved(self, agent_id: str, action: str) -> None:
+        done = TrustAction(action).done
+        self.message.setStyleSheet(f"color: {(style.RED if action == 'quarantine' else style.AMBER).name()}")
+        self.message.setText(f"{agent_id} {done} by {self._service.operator}")
+        self.message.setToolTip(self.message.text())
+        self._refresh_buttons()
+
+    def _on_trust_failed(self, agent_id: str, why: str) -> None:
+        if self.dialog is None or not self.dialog.isVisible():      # the dialog shows its own failures
+            self.message.setStyleSheet(f"color: {style.RED.name()}")
+            self.message.setText(f"{agent_id}: {why}")
+            self.message.setToolTip(self.message.text())
+
+    def _on_ready(self, _agents_up: int) -> None:
+        self._accepting = True
+        self._refresh_buttons()
+
+    def _on_stopping(self) -> None:
+        self._accepting = False
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.reject()
+        self._refresh_buttons()
+
+    def _refresh_buttons(self, *_args) -> None:
+        view = self.current_view()
+        for action, button in ((TrustAction.QUARANTINE, self.quarantine_button),
+                               (TrustAction.RELEASE, self.release_button)):
+            allowed, why = self.can(action, view)
+            button.setEnabled(allowed)
+            button.setToolTip(why)

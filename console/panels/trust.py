@@ -1,0 +1,532 @@
+"""Trust panel: every agent's reputation score over time, the quarantine floor, who stands where now.
+
+The plot (pyqtgraph) has one line per agent (x: time of day, y: score 0 to 1) through the points of
+the score history the engine stores; each line runs on flat to the latest point in the plot, so the
+right edge reads as today's standings. The quarantine floor is a dashed red line, labelled. A
+quarantined agent's line is dashed and a red ✕ marks the moment it was quarantined; a line on
+probation is dotted. Hovering near a point says whose it is, the score, the time and why it moved;
+clicking a line (or its row in the legend beside the plot) selects the agent, which the main window
+mirrors in the fleet table.
+
+It fills from the stored history when the engine is ready (sig_trust_loaded) and grows live with
+every question and operator action (sig_trust_updated); states follow sig_agent_changed.
+"""
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QModelIndex, QPointF, Qt, Signal
+from PySide6.QtGui import QColor, QIcon, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QSizePolicy, QSplitter,
+                               QTableView, QVBoxLayout, QWidget)
+
+from engine import AgentView
+from engine.store.trust import ScorePoint
+
+from .. import style
+from ..service import EngineService
+from ..table_model import RIGHT, Column, RecordTableModel
+
+HOVER_PIXELS = 14.0          # a point this close to the pointer (in screen pixels) is the one hovered or clicked
+LINE_HIT_PIXELS = 10         # a click this wide around a line is on the line
+COINCIDE_PIXELS = 3.0        # points this close to the hovered one are named with it (their lines run together)
+LINE_WIDTH, SELECTED_WIDTH = 2.0, 4.0
+DIMMED_ALPHA = 90            # other agents' lines while one is selected
+PEN_STYLES = {"quarantined": Qt.PenStyle.DashLine, "probation": Qt.PenStyle.DotLine}
+HINT = "Hover a point for its agent, score, time and reason; click a line to select the agent."
+
+
+def time_text(at: float, today: datetime.date | None = None) -> str:
+    moment = datetime.datetime.fromtimestamp(at)
+    if moment.date() == (today or datetime.date.today()):
+        return moment.strftime("%H:%M:%S")
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def point_text(point: ScorePoint) -> str:
+    """'gen-gamma · 0.42 (quarantined) at 14:03:12 — why': what hovering a point says, as plain text."""
+    why = f" — {point.why}" if point.why else ""
+    state = "" if point.state == "active" else f" ({point.state})"
+    return f"{point.agent_id} · {point.score:.2f}{state} at {time_text(point.at)}{why}"
+
+
+def quarantine_moments(points: Iterable[ScorePoint]) -> list[ScorePoint]:
+    """The points at which an agent entered quarantine (its first quarantined point after any other state)."""
+    moments, previous = [], None
+    for point in points:
+        if point.state == "quarantined" and previous != "quarantined":
+            moments.append(point)
+        previous = point.state
+    return moments
+
+
+def group_text(points: list[ScorePoint]) -> str:
+    """point_text for the hovered point, naming every agent whose point is drawn on the same spot."""
+    first = points[0]
+    if len(points) == 1:
+        return point_text(first)
+    return point_text(first).replace(first.agent_id, ", ".join(p.agent_id for p in points), 1)
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text that ends in '…' when it does not fit (the whole text is its tooltip), and never
+    asks for more width than it is given."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._full = ""
+        self.set_full_text(text)
+
+    def full_text(self) -> str:
+        return self._full
+
+    def set_full_text(self, text: str) -> None:
+        self._full = text
+        self.setToolTip(text if self.fontMetrics().horizontalAdvance(text) > self.width() else "")
+        self._elide()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(self.width() - 2, 40)
+        self.setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width))
+        self.setToolTip(self._full if self.text() != self._full else "")
+
+
+@dataclass(frozen=True)
+class LegendRow:
+    agent_id: str
+    colour: QColor
+    score: float | None
+    state: str
+    points: int
+
+
+def swatch(colour: QColor, state: str) -> QIcon:
+    """The legend's sample of a line: the agent's colour in its state's pen style."""
+    pixmap = QPixmap(30, 12)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    pen = QPen(colour, 3)
+    pen.setStyle(PEN_STYLES.get(state, Qt.PenStyle.SolidLine))
+    painter.setPen(pen)
+    painter.drawLine(1, 6, 29, 6)
+    painter.end()
+    return QIcon(pixmap)
+
+
+def legend_columns(icon) -> tuple[Column[LegendRow], ...]:
+    return (
+        Column("Agent", lambda r: r.agent_id, bold=lambda r: True, icon=icon,
+               tooltip=lambda r: f"{r.agent_id}: {r.points} point(s) in the score history"),
+        Column("Score", lambda r: "—" if r.score is None else f"{r.score:.2f}", align=RIGHT,
+               foreground=lambda r: style.trust_state_colour(r.state), bold=lambda r: r.state != "active"),
+        Column("Standing", lambda r: r.state, foreground=lambda r: style.trust_state_colour(r.state),
+               background=lambda r: style.trust_state_background(r.state), bold=lambda r: r.state != "active",
+               tooltip=lambda r: style.TRUST_STATE_MEANINGS.get(r.state, "")),
+    )
+
+
+class LegendModel(RecordTableModel[LegendRow]):
+    def __init__(self, parent=None) -> None:
+        self._icons: dict[tuple[str, str], QIcon] = {}
+        super().__init__(legend_columns(self._icon), parent)
+
+    def _icon(self, row: LegendRow) -> QIcon:
+        key = (row.colour.name(), row.state)
+        if key not in self._icons:
+            self._icons[key] = swatch(row.colour, row.state)
+        return self._icons[key]
+
+    def row_of(self, agent_id: str) -> int:
+        return next((r for r, row in enumerate(self.records()) if row.agent_id == agent_id), -1)
+
+
+class TrustPanel(QWidget):
+    sig_agent_selected = Signal(str)      # agent id: the operator clicked its line or its legend row
+
+    def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._service = service
+        self.floor = service.quarantine_floor
+        self._order: list[str] = []                       # fleet order: an agent keeps its colour
+        self._views: dict[str, AgentView] = {}
+        self._points: dict[str, list[ScorePoint]] = {}    # per agent, oldest first
+        self._seen: set[tuple] = set()                    # a point delivered twice (live, then loaded) counts once
+        self._curves: dict[str, pg.PlotDataItem] = {}     # the line of each agent
+        self._dots: dict[str, pg.ScatterPlotItem] = {}    # its points of the history (not the flat tail)
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}   # its points' times and scores
+        self.selected: str | None = None
+        self.hovered: ScorePoint | None = None
+
+        self.title = QLabel()
+        self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
+        self.plot = pg.PlotWidget(background="w", axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.plot.setMinimumHeight(220)
+        item = self.plot.getPlotItem()
+        item.setMenuEnabled(False)
+        item.showGrid(x=True, y=True, alpha=0.12)
+        for name, label in (("left", "Trust score"), ("bottom", "Time of day")):
+            axis = item.getAxis(name)
+            axis.setPen(pg.mkPen("#8a8a8a"))
+            axis.setTextPen(pg.mkPen("#333333"))
+            axis.setLabel(label, color="#333333")
+        self.view_box = item.getViewBox()
+        self.view_box.setMouseEnabled(x=True, y=False)
+        self.view_box.setYRange(0.0, 1.0, padding=0.04)      # room for the 1.0 and 0 tick labels
+        self.view_box.setLimits(yMin=-0.06, yMax=1.06)
+        self.view_box.enableAutoRange(axis="x")
+        self.floor_line = pg.InfiniteLine(
+            pos=self.floor, angle=0, movable=False,
+            pen=pg.mkPen(style.RED, width=1.5, style=Qt.PenStyle.DashLine),
+            label=f"quarantine floor {self.floor:.2f}",
+            labelOpts={"position": 0.0, "anchors": [(0, 1), (0, 1)], "color": style.RED,
+                       "fill": pg.mkBrush(255, 255, 255, 210)})
+        self.floor_line.setZValue(-5)
+        item.addItem(self.floor_line, ignoreBounds=True)
+        self.quarantine_marks = pg.ScatterPlotItem(symbol="x", size=15, pen=pg.mkPen(style.RED, width=2.5),
+                                                   brush=pg.mkBrush(style.RED))
+        self.quarantine_marks.setZValue(20)
+        item.addItem(self.quarantine_marks)
+        self.hover_dot = pg.ScatterPlotItem(size=13, pen=pg.mkPen("#111111", width=2), brush=pg.mkBrush(None))
+        self.hover_dot.setZValue(30)
+        item.addItem(self.hover_dot, ignoreBounds=True)
+        self.hover_tip = pg.TextItem(color="#111111", anchor=(0, 1), border=pg.mkPen("#9e9e9e"),
+                                     fill=pg.mkBrush(255, 255, 255, 235))
+        self.hover_tip.setZValue(40)
+        self.hover_tip.setVisible(False)
+        item.addItem(self.hover_tip, ignoreBounds=True)
+
+        self.hover_label = ElidedLabel(HINT)      # what the pointer is on, with why it moved
+        self.hover_label.setStyleSheet(f"color: {style.GREY.name()}")
+
+        self.legend_model = LegendModel(self)
+        self.legend = QTableView()
+        self.legend.setModel(self.legend_model)
+        self.legend.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.legend.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.legend.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.legend.verticalHeader().setVisible(False)
+        self.legend.setShowGrid(False)
+        style.compact_rows(self.legend)
+        header = self.legend.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.selection_label = QLabel()           # the selected agent's standing and its last change
+        self.selection_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.selection_label.setWordWrap(True)
+
+        plot_side = QWidget()
+        plot_layout = QVBoxLayout(plot_side)
+        plot_layout.setContentsMargins(0, 0, 0, 0)
+        plot_layout.setSpacing(2)
+        plot_layout.addWidget(self.plot, 1)
+        plot_layout.addWidget(self.hover_label)
+        legend_side = QWidget()
+        legend_layout = QVBoxLayout(legend_side)
+        legend_layout.setContentsMargins(0, 0, 0, 0)
+        legend_layout.setSpacing(2)
+        legend_layout.addWidget(self.legend, 1)
+        legend_layout.addWidget(self.selection_label)
+        body = QSplitter(Qt.Orientation.Horizontal)
+        body.addWidget(plot_side)
+        body.addWidget(legend_side)
+        body.setStretchFactor(0, 1)
+        body.setStretchFactor(1, 0)
+        body.setSizes([900, 330])
+        body.setChildrenCollapsible(False)
+        self.body = body
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(self.title, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.setSpacing(4)
+        layout.addLayout(top)
+        layout.addWidget(body, 1)
+
+        for view in service.agents():
+            self._know(view)
+        self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+        self.legend.selectionModel().currentRowChanged.connect(self._on_legend_current)
+        service.sig_agent_changed.connect(self.update_agent)
+        service.sig_trust_updated.connect(self._on_trust_updated)
+        service.sig_trust_loaded.connect(self._on_trust_loaded)
+        self._redraw()
+
+    # --- points in -------------------------------------------------------------------------
+    def _on_trust_updated(self, update) -> None:
+        self.add_points(update.points)
+
+    def _on_trust_loaded(self, history: list[ScorePoint], _alerts) -> None:
+        self.load_history(history)
+
+    def load_history(self, history: Iterable[ScorePoint]) -> int:
+        """The score history as stored (at ready): merged with any point that arrived live meanwhile."""
+        return self.add_points(history)
+
+    def add_points(self, points: Iterable[ScorePoint]) -> int:
+        """New points of the score history; returns how many were new (repeats are ignored)."""
+        added = 0
+        touched = set()
+        for point in points:
+            key = (point.agent_id, point.at, round(point.score, 6), point.state, point.why)
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            if point.agent_id not in self._points:
+                self._points[point.agent_id] = []
+                if point.agent_id not in self._order:
+                    self._order.append(point.agent_id)
+            self._points[point.agent_id].append(point)
+            touched.add(point.agent_id)
+            added += 1
+        for agent_id in touched:
+            self._points[agent_id].sort(key=lambda p: p.at)
+        if added:
+            self._redraw()
+        return added
+
+    def update_agent(self, view: AgentView) -> None:
+        """The fleet's view of an agent: its current standing decides how its line is drawn."""
+        known = self._views.get(view.spec.id)
+        self._know(view)
+        if known is None or (known.trust_state, known.trust_score) != (view.trust_state, view.trust_score):
+            self._redraw()
+
+    def _know(self, view: AgentView) -> None:
+        self._views[view.spec.id] = view
+        if view.spec.id not in self._order:
+            self._order.append(view.spec.id)
+
+    # --- reads -----------------------------------------------------------------------------
+    def points(self, agent_id: str) -> list[ScorePoint]:
+        return list(self._points.get(agent_id, ()))
+
+    def agents_plotted(self) -> list[str]:
+        return [a for a in self._order if self._points.get(a)]
+
+    def curve(self, agent_id: str) -> pg.PlotDataItem:
+        return self._curves[agent_id]
+
+    def colour(self, agent_id: str) -> QColor:
+        return style.agent_line_colour(self._order.index(agent_id))
+
+    def state(self, agent_id: str) -> str:
+        view = self._views.get(agent_id)
+        if view is not None and view.trust_score is not None:
+            return view.trust_state
+        points = self._points.get(agent_id)
+        return points[-1].state if points else "active"
+
+    def score(self, agent_id: str) -> float | None:
+        view = self._views.get(agent_id)
+        if view is not None and view.trust_score is not None:
+            return view.trust_score
+        points = self._points.get(agent_id)
+        return points[-1].score if points else None
+
+    # --- drawing ---------------------------------------------------------------------------
+    def _pen(self, agent_id: str) -> QPen:
+        colour = QColor(self.colour(agent_id))
+        if self.selected is not None and agent_id != self.selected:
+            colour.setAlpha(DIMMED_ALPHA)
+        pen = pg.mkPen(colour, width=SELECTED_WIDTH if agent_id == self.selected else LINE_WIDTH)
+        pen.setStyle(PEN_STYLES.get(self.state(agent_id), Qt.PenStyle.SolidLine))
+        return pen
+
+    def _redraw(self) -> None:
+        plotted = self.agents_plotted()
+        last = max((self._points[a][-1].at for a in plotted), default=0.0)
+        item = self.plot.getPlotItem()
+        marks = []
+        for agent_id in plotted:
+            points = self._points[agent_id]
+            xs = [p.at for p in points]
+            ys = [p.score for p in points]
+            self._arrays[agent_id] = (np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))   # for the pointer
+            if xs[-1] < last:                  # flat on to the latest point: the right edge is now
+                xs.append(last)
+                ys.append(ys[-1])
+            curve = self._curves.get(agent_id)
+            if curve is None:
+                curve = pg.PlotDataItem(name=agent_id)
+                # Clicks are the panel's (one handler, one answer where lines cross): the width is for hit tests.
+                curve.setCurveClickable(False, width=LINE_HIT_PIXELS)
+                dots = pg.ScatterPlotItem(symbol="o")
+                item.addItem(curve)
+                item.addItem(dots)
+                self._curves[agent_id], self._dots[agent_id] = curve, dots
+            colour = self.colour(agent_id)
+            chosen = agent_id == self.selected
+            # A score holds from one change to the next: steps, not slopes.
+            curve.setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), pen=self._pen(agent_id),
+                          stepMode="right")
+            # The flat tail is not a point: dots mark the real points only.
+            dot_colour = QColor(colour)
+            if self.selected is not None and not chosen:
+                dot_colour.setAlpha(DIMMED_ALPHA)
+            self._dots[agent_id].setData([p.at for p in points], [p.score for p in points], size=8 if chosen else 5,
+                                         pen=pg.mkPen(dot_colour), brush=pg.mkBrush(dot_colour))
+            curve.setZValue(10 if chosen else 0)
+            self._dots[agent_id].setZValue(11 if chosen else 1)
+            marks += [{"pos": (p.at, p.score), "data": p} for p in quarantine_moments(points)]
+        self.quarantine_marks.setData(marks)
+        self._refresh_legend()
+        self._refresh_title()
+
+    def _refresh_legend(self) -> None:
+        rows = [LegendRow(a, self.colour(a), self.score(a), self.state(a), len(self._points.get(a, ())))
+                for a in self._order if a in self._views or self._points.get(a)]
+        known = self.legend_model.records()
+        if [r.agent_id for r in known] == [r.agent_id for r in rows]:
+            for position, (old, new) in enumerate(zip(known, rows)):     # in place: selection and scroll stay
+                if old != new:
+                    self.legend_model.replace_record(position, new)
+        else:
+            self.legend_model.set_records(rows)
+        row = self.legend_model.row_of(self.selected) if self.selected else -1
+        if row >= 0:
+            self.legend.selectionModel().blockSignals(True)
+            self.legend.setCurrentIndex(self.legend_model.index(row, 0))
+            self.legend.selectionModel().blockSignals(False)
+        self._refresh_selection_label()
+
+    def _refresh_title(self) -> None:
+        quarantined = sum(self.state(a) == "quarantined" for a in self._order)
+        probation = sum(self.state(a) == "probation" for a in self._order)
+        parts = [f"{len(self.agents_plotted())} agents plotted"]
+        if quarantined:
+            parts.append(f"{quarantined} quarantined")
+        if probation:
+            parts.append(f"{probation} on probation")
+        parts.append(f"quarantine floor {self.floor:.2f}")
+        self.title.setText("Trust over time — " + " · ".join(parts))
+
+    def _refresh_selection_label(self) -> None:
+        agent_id = self.selected
+        if agent_id is None:
+            self.selection_label.setText("Click a line or a row to select an agent.")
+            return
+        score = self.score(agent_id)
+        points = self._points.get(agent_id)
+        last = f"\nLast change {time_text(points[-1].at)}: {points[-1].why}" if points and points[-1].why else ""
+        score_text = "not scored yet" if score is None else f"{score:.2f}"
+        self.selection_label.setText(f"{agent_id}: {score_text}, {self.state(agent_id)}{last}")
+
+    # --- selection -------------------------------------------------------------------------
+    def select_agent(self, agent_id: str | None, notify: bool = False) -> None:
+        """Highlights the agent's line and legend row; notify: the operator did it (sig_agent_selected)."""
+        if agent_id is not None and agent_id not in self._order:
+            return
+        changed = agent_id != self.selected
+        self.selected = agent_id
+        if changed:
+            self._redraw()
+        if notify and agent_id is not None:
+            self.sig_agent_selected.emit(agent_id)
+
+    def _on_legend_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid():
+            self.select_agent(self.legend_model.record(current.row()).agent_id, notify=True)
+
+    # --- pointer ---------------------------------------------------------------------------
+    def nearest_point(self, scene_pos: QPointF, within: float = HOVER_PIXELS) -> ScorePoint | None:
+        """The score point nearest the pointer (in screen pixels), if one is within `within` pixels."""
+        if not self.view_box.sceneBoundingRect().contains(scene_pos):
+            return None
+        at = self.view_box.mapSceneToView(scene_pos)
+        px, py = self.view_box.viewPixelSize()
+        if not px or not py:
+            return None
+        best, best_d2 = None, within * within
+        for agent_id in self.agents_plotted():
+            points = self._points[agent_id]
+            xs, ys = self._arrays[agent_id]
+            d2 = ((xs - at.x()) / px) ** 2 + ((ys - at.y()) / py) ** 2
+            i = len(d2) - 1 - int(np.argmin(d2[::-1]))     # of points on one spot, the latest (a quarantine, say)
+            if d2[i] < best_d2 or best is None and d2[i] <= best_d2:
+                best, best_d2 = points[i], float(d2[i])
+        return best
+
+    def coinciding(self, point: ScorePoint, within: float = COINCIDE_PIXELS) -> list[ScorePoint]:
+        """Every agent's point drawn on (or within a few pixels of) this one: lines that run together, such as two
+        liars punished alike, are all named when one is hovered."""
+        px, py = self.view_box.viewPixelSize()
+        if not px or not py:
+            return [point]
+        near = [point]
+        for agent_id in self.agents_plotted():
+            if agent_id == point.agent_id:
+                continue
+            for other in self._points[agent_id]:
+                if ((other.at - point.at) / px) ** 2 + ((other.score - point.score) / py) ** 2 <= within * within:
+                    near.append(other)
+                    break
+        return near
+
+    def scene_pos(self, point: ScorePoint) -> QPointF:
+        """Where a point is drawn, in scene coordinates (for tests and the hover tip)."""
+        return self.view_box.mapViewToScene(QPointF(point.at, point.score))
+
+    def show_hover(self, point: ScorePoint | None) -> None:
+        self.hovered = point
+        if point is None:
+            self.hover_dot.setData([])
+            self.hover_tip.setVisible(False)
+            self.hover_label.set_full_text(HINT)
+            self.hover_label.setStyleSheet(f"color: {style.GREY.name()}")
+            return
+        self.hover_dot.setData([{"pos": (point.at, point.score)}])
+        together = self.coinciding(point)
+        state = "" if point.state == "active" else f" ({point.state})"
+        names = ", ".join(p.agent_id for p in together)
+        self.hover_tip.setText(f"{names}\n{point.score:.2f}{state} at {time_text(point.at)}")
+        # Beside the point, on the side with room: left of it in the right half, below it near the top.
+        (x0, x1), (y0, y1) = self.view_box.viewRange()
+        right_half = point.at > (x0 + x1) / 2
+        near_top = point.score > y0 + 0.75 * (y1 - y0)
+        self.hover_tip.setAnchor((1.05 if right_half else -0.05, -0.1 if near_top else 1.1))
+        self.hover_tip.setPos(point.at, point.score)
+        # setVisible, not show(): pyqtgraph scales the tip to the view in its setVisible override only.
+        self.hover_tip.setVisible(True)
+        self.hover_tip.updateTransform(force=True)
+        self.hover_label.set_full_text(group_text(together))
+        self.hover_label.setStyleSheet("color: #111111")
+
+    def _on_mouse_moved(self, scene_pos: QPointF) -> None:
+        point = self.nearest_point(scene_pos)
+        if point != self.hovered:
+            self.show_hover(point)
+
+    def line_at(self, scene_pos: QPointF) -> str | None:
+        """The agent whose line passes under the pointer (the selected one first, as it is drawn on top)."""
+        order = sorted(self._curves, key=lambda a: a != self.selected)
+        for agent_id in order:
+            line = self._curves[agent_id].curve
+            if line.mouseShape().contains(line.mapFromScene(scene_pos)):
+                return agent_id
+        return None
+
+    def _on_mouse_clicked(self, event) -> None:
+        """A click on a point or on a line selects its agent."""
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        point = self.nearest_point(event.scenePos())
+        agent_id = point.agent_id if point is not None else self.line_at(event.scenePos())
+        if agent_id is not None:
+            self.select_agent(agent_id, notify=True)
+
+    def tab_title(self) -> str:
+        quarantined = sum(self.state(a) == "quarantined" for a in self._order)
+        return f"Trust ({quarantined} quarantined)" if quarantined else "Trust"
