@@ -94,7 +94,13 @@ class Pipeline:
         kept_off = self.registry.ineligible(role, tier)
         if kept_off:
             self._event("agents.kept_off", trace_id, role=role.value, agents=kept_off)
-        return views[:limit] if limit else views
+        if not limit:
+            return views
+        chosen = views[:limit]
+        # An agent on probation ranks last by score and low-risk paths take few agents: it gets a seat
+        # beside them (its vote capped by the book), or it could never earn its way back.
+        probation = [v for v in views[limit:] if v.trust_state == "probation"]
+        return chosen + probation[:1]
 
     def _reputations(self) -> dict[str, float] | None:
         return dict(self.registry.trust.snapshot()) if self.registry.trust is not None else None
@@ -170,7 +176,7 @@ class Pipeline:
         answer = Answer(trace_id=trace_id, question=question, tier=tier, verdict=verdict, answer=text, reason=reason,
                         citations=citations, agents=tuple(outcomes), context=report.context,
                         candidates=candidates, timings_ms=timings, asked_at=asked_at, excluded=report.excluded,
-                        suspects=tuple((x.agent_id, x.reason) for x in report.suspects), tier_reason=tiering.reason)
+                        suspects=report.suspects, tier_reason=tiering.reason)
         self._event("answer.decided", trace_id, answer=answer)
         return answer
 

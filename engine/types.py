@@ -204,6 +204,24 @@ class Candidate:
     challenge: str = ""                    # outcome of asking it to show the evidence for a doubtful claim
 
 
+class SuspectReason(str, enum.Enum):
+    """Why secure retrieval names a retriever: its passages were kept out as one of these."""
+    ECHO = "echo"            # a near-copy in a group that mirrors the question (the engine's own analysis)
+    TAMPERED = "tampered"    # a near-copy of a better-supported passage with another name or number
+    DISPUTED = "disputed"    # another text under the same id had more support
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A retriever secure retrieval reports, for the console and the reputation book. `witnesses` are
+    the retrievers whose own lists settled it (they returned the competing text that won), so the
+    committee can tell evidence its own members saw from evidence only colluders assert."""
+    agent_id: str
+    reason: str                                  # for people: "2 of its 8 passages kept out (tampered)"
+    flags: tuple[SuspectReason, ...] = ()
+    witnesses: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Citation:
     chunk_id: str
@@ -227,7 +245,7 @@ class Answer:
     timings_ms: Mapping[str, float]
     asked_at: float
     excluded: tuple[ContextChunk, ...] = ()          # passages secure retrieval kept out, with reasons
-    suspects: tuple[tuple[str, str], ...] = ()       # (agent_id, why) reported for the reputation system
+    suspects: tuple[Suspect, ...] = ()               # retrievers reported, for the console and the reputation book
     tier_reason: str = ""                            # which rule, default or operator choice set the tier
 
     def agents_ok(self, role: Role) -> int:

@@ -164,7 +164,7 @@ class VerdictHeader(QWidget):
 def suspects_html(answer: Answer) -> str:
     """'⚠ Suspected: ret-x — 3 of its 8 passages kept out (…)', one line per agent, and a link to them."""
     reasons: dict[str, list[str]] = defaultdict(list)
-    for agent_id, reason in answer.suspects:
+    for agent_id, reason in ((s.agent_id, s.reason) for s in answer.suspects):
         reasons[agent_id].append(reason)
     lines = [f"⚠ Suspected: <b>{html.escape(agent_id)}</b> — {html.escape('; '.join(r for r in why if r))}"
              for agent_id, why in reasons.items()]

@@ -249,7 +249,7 @@ class FleetPanel(QWidget):
 
     def show_suspects(self, answer: Answer) -> None:
         """The latest answer decides who is suspected: earlier marks it does not repeat are cleared."""
-        if self.model.set_suspects(answer.suspects):
+        if self.model.set_suspects((s.agent_id, s.reason) for s in answer.suspects):
             self._update_title()
 
     def summary(self) -> str:

@@ -110,9 +110,6 @@ def _add_reputation_parser(commands) -> None:
                      help="override one ReputationSettings field for this run (repeatable), e.g. up_step=0.0625")
     rep.add_argument("--release-after", type=int, default=100,
                      help="questions between the constant liar's quarantine and its release as repaired")
-    rep.add_argument("--what-if", choices=("dispute-witnesses",),
-                     help="measure a rule change that is not in production: dispute-witnesses = a retriever "
-                          "reported only for disputed passages is witnessed by the peers that sent the other text")
     rep.add_argument("--live-only", action="store_true",
                      help="skip the frozen-book run (for settings sweeps: it does not depend on them)")
     rep.add_argument("--hotpot", type=Path,
@@ -376,7 +373,7 @@ def _reputation(args) -> int:
     settings = load_settings(args.settings)
     settings = dataclasses.replace(settings, reputation=reputation_overrides(settings.reputation, args.reputation))
     config = SimConfig(questions=args.questions, seed=args.seed, release_after=args.release_after,
-                       frozen_run=not args.live_only, what_if=args.what_if or "").validate()
+                       frozen_run=not args.live_only).validate()
     corpus, pool = load_pool(args.hotpot)
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
     fingerprint = _source_fingerprint(args.settings, REPUTATION_DEFENCE, REPUTATION_MEASURED)
@@ -392,7 +389,7 @@ def _reputation(args) -> int:
         "command": "main.py eval reputation " + " ".join(a for a in sys.argv[3:]),
         "questions": config.questions, "seed": config.seed, "hotpot": str(args.hotpot or DEFAULT_HOTPOT),
         "sim": dataclasses.asdict(config), "reputation": dataclasses.asdict(settings.reputation),
-        "reputation_overrides": list(args.reputation), "what_if": args.what_if or "", "corpus_passages": len(corpus.chunks),
+        "reputation_overrides": list(args.reputation), "corpus_passages": len(corpus.chunks),
         "load_average_1m": {"start": load_before, "end": _load_average()},
         "cache_dir": str(cache_dir), "wall_time_s": wall, **fingerprint,
     }

@@ -73,7 +73,7 @@ from ..corpus import Corpus, load_corpus
 from ..errors import AgentTimeout, AgentUnavailable, InputError
 from ..pipeline import Pipeline
 from ..registry import AgentRegistry
-from ..reputation import (AgentQuarantined, ChangeRejected, EvidenceReason, Observation, ProbationEnded,
+from ..reputation import (AgentQuarantined, ChangeRejected, ProbationEnded,
                           ReputationBook, ReputationSettings)
 from ..reputation.answer_evidence import observations
 from ..retrieval.secure import SecureRetrieval
@@ -157,7 +157,6 @@ class SimConfig:
     flaky_outage_length: tuple[int, int] = (3, 12)
     flaky_latency_ms: float = 900.0    # median of its replies (the others: 30-150 ms)
     timeout_s: float = 10.0            # every agent's deadline (a timeout's latency)
-    what_if: str = ""                  # a rule change measured, not production (WHAT_IFS); "" = production
     frozen_run: bool = True            # False: the live run only (settings sweeps; the frozen run does not
                                        # depend on the reputation settings but for `start`)
 
@@ -166,8 +165,6 @@ class SimConfig:
             raise InputError(f"--questions must be at least 1, found {self.questions}")
         if not 0 <= self.intermittent_rate <= 1:
             raise InputError(f"the intermittent rate must be in [0, 1], found {self.intermittent_rate}")
-        if self.what_if and self.what_if not in WHAT_IFS:
-            raise InputError(f"--what-if: expected one of {', '.join(WHAT_IFS)}, found {self.what_if!r}")
         if self.interval_s < 0 or self.release_after < 1:
             raise InputError("interval_s must be >= 0 and release_after >= 1")
         return self
@@ -467,45 +464,6 @@ class MemoryKeeper(TrustKeeper):
         return TrustUpdate(tuple(events))
 
 
-def dispute_witnessed(answer: Answer) -> list[Observation]:
-    """What-if rule, not production: answer_evidence.observations, except that a retriever reported as a
-    suspect only for passages kept out in a same-id dispute (flagged disputed, and perhaps tampered as the
-    other text's edited copy) has as witnesses the peers that sent the other text (the excluded chunk's
-    disputed_by), not every retriever that was not a suspect. Then a
-    dispute lands only if the committee's seniors themselves sent the other text."""
-    out = []
-    for obs in observations(answer):
-        if obs.role is Role.RETRIEVER and EvidenceReason.REPORTED_SUSPECT in obs.reasons and not obs.engine_checked:
-            mine = [c for c in answer.excluded if obs.agent_id in c.supported_by and c.explanation
-                    and set(c.explanation.flags) & {"disputed", "tampered", "echo"}]
-            # a passage kept out for a same-id dispute (and so, often, also as the other text's edited copy)
-            if mine and all("disputed" in c.explanation.flags and c.disputed_by for c in mine):
-                obs = dataclasses.replace(obs, witnesses=frozenset(a for c in mine for a in c.disputed_by)
-                                          - {obs.agent_id})
-        out.append(obs)
-    return out
-
-
-WHAT_IFS = {"dispute-witnesses": dispute_witnessed}
-
-
-class WhatIfKeeper(MemoryKeeper):
-    """MemoryKeeper whose after_answer (the production method) reads its observations from a what-if rule."""
-
-    def __init__(self, settings: ReputationSettings, clock: Callable[[], float], rule: Callable) -> None:
-        super().__init__(settings, clock)
-        self.rule = rule
-
-    async def after_answer(self, answer: Answer) -> TrustUpdate:
-        import engine.trust as production
-        original = production.observations
-        production.observations = self.rule
-        try:
-            return await super().after_answer(answer)
-        finally:
-            production.observations = original
-
-
 # ---- one run -----------------------------------------------------------------------------------
 
 @dataclass
@@ -627,8 +585,7 @@ class ReputationSimulation:
         c = self.config
         world = self.world()
         clock = Clock()
-        keeper = (WhatIfKeeper(self.settings.reputation, clock, WHAT_IFS[c.what_if]) if c.what_if
-                  else MemoryKeeper(self.settings.reputation, clock))
+        keeper = MemoryKeeper(self.settings.reputation, clock)
         specs = _specs(self.ids, c.timeout_s)
         registry = AgentRegistry(FleetConfig(Path("reputation-eval.toml"), specs, Path(".")), trust=keeper)
         for spec in specs:

@@ -3,7 +3,8 @@
 Retrievers: a passage adopted into the safe context is good; being reported as a suspect (its top
 passage, or two of them, kept out as anomalies most other retrievers did not return) is bad. Both rest
 on what the other retrievers returned, so the committee confirms them; the witnesses are the peers whose
-own lists agree.
+own lists settled it (for a suspect: those that returned the text that won), never every retriever that
+happened to answer. A suspect for echoes alone is the engine's own reading of the texts.
 
 Generators: every claim supported and the answer chosen are good; a claim the verifiers refuted, a
 citation of a chunk that is not in the context and a failed challenge are bad. The engine's own check
@@ -22,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ..types import Answer, CallStatus, ClaimLabel, RiskTier, Role, Verdict
+from ..types import Answer, CallStatus, ClaimLabel, RiskTier, Role, SuspectReason, Verdict
 from .evidence import EvidenceReason, Observation, is_good
 
 LOCAL_VERIFIER = "evidence-check"      # the name the engine's own EvidenceVerifier votes under
@@ -67,7 +68,7 @@ def agreement(answer: Answer) -> dict[str, bool]:
     passages were adopted and that was not reported, a generator whose answer is the given one or agrees
     with it. Agents the question says nothing about are left out."""
     out: dict[str, bool] = {}
-    suspects = {agent for agent, _ in answer.suspects}
+    suspects = {s.agent_id for s in answer.suspects}
     for outcome in answer.agents:
         if outcome.role is Role.RETRIEVER and outcome.status is CallStatus.OK:
             adopted = any(outcome.agent_id in c.supported_by for c in answer.context)
@@ -82,10 +83,15 @@ def agreement(answer: Answer) -> dict[str, bool]:
 
 def _retrieval(answer: Answer, ledger: _Ledger) -> None:
     answered = {o.agent_id for o in answer.agents if o.role is Role.RETRIEVER and o.status is CallStatus.OK}
-    suspects = {agent for agent, _ in answer.suspects}
-    for agent in sorted(suspects & answered):
-        ledger.add(agent, Role.RETRIEVER, EvidenceReason.REPORTED_SUSPECT, engine_checked=False,
-                   witnesses=answered - suspects)
+    suspects = {s.agent_id for s in answer.suspects}
+    for suspect in answer.suspects:
+        if suspect.agent_id not in answered:
+            continue
+        # An echo is the engine's own reading of the texts; a dispute or an edited copy is settled by
+        # the retrievers that returned the winning text, and only they witnessed it.
+        echo_only = set(suspect.flags) == {SuspectReason.ECHO}
+        ledger.add(suspect.agent_id, Role.RETRIEVER, EvidenceReason.REPORTED_SUSPECT, engine_checked=echo_only,
+                   witnesses=suspect.witnesses)
     for agent in sorted(answered - suspects):
         peers = {a for c in answer.context if agent in c.supported_by for a in c.supported_by}
         if peers:

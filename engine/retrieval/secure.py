@@ -22,7 +22,7 @@ import numpy as np
 from ..config import RetrievalSettings
 from ..corpus import content_hash
 from ..text import content_words, overlap
-from ..types import Chunk, ChunkExplanation, ContextChunk
+from ..types import Chunk, ChunkExplanation, ContextChunk, Suspect, SuspectReason
 from ..verify.alignment import conflicts
 from ..verify.sentences import answer_words, best_sentence
 from .anomaly import (LOOKALIKE_BAND, EchoVerdict, density_labels, edited_copies, judge_echo,
@@ -36,12 +36,6 @@ EXCLUDING_FLAGS = ("echo", "tampered", "disputed")          # an agent returning
 ANOMALY_FLAGS = frozenset(EXCLUDING_FLAGS + ("outlier",))    # a passage with any of these never enters the context
 MAINSTREAM = 3       # a near-duplicate group this many times echo_min_size, half of all retrieved, is the mainstream
 OFF_TOPIC = 0.15     # rescaled query similarity below which a lone passage is off the question's topic
-
-
-@dataclass(frozen=True)
-class Suspect:
-    agent_id: str
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -76,6 +70,7 @@ class _Marks:
     flags: list[set[str]]
     notes: list[str]
     redundant: set[int] = field(default_factory=set)      # an echo's extra copies: one voice is enough
+    edited_from: dict[int, int] = field(default_factory=dict)   # a tampered copy -> the original it departs from
     positions: list[Position] = field(default_factory=list)
     unanswered: str = ""          # an echo was kept out and nothing independent answers the question
 
@@ -158,7 +153,7 @@ class SecureRetrieval:
             scored.append(ContextChunk(chunk=p.chunk, score=round(votes * evidence, 6), supported_by=p.agents,
                                        disputed_by=tuple(sorted(id_disputes.get((p.chunk.id, p.key), ()))),
                                        explanation=explanation))
-        suspects = self._suspects(cleaned, passages, marks.flags, tied_keys)
+        suspects = self._suspects(cleaned, passages, marks, tied_keys, id_disputes)
         context, excluded, fallback = self._select(scored, marks, below, {x.agent_id for x in suspects})
         timings["vote"] = _ms(started)
         if not context:
@@ -213,6 +208,7 @@ class SecureRetrieval:
         chunks = [p.chunk for p in passages]
         for low, high in edited_copies(chunks, similarity, shares, s.tamper_similarity, below).items():
             marks.flags[low].add("tampered")
+            marks.edited_from[low] = high
             marks.notes[low] = f"a near-copy of [{chunks[high].id}] with different numbers, names or polarity"
         # Edited and disputed copies are not independent voices: they never make up an echo.
         independent = np.array([not (f & {"tampered", "disputed"}) for f in marks.flags])
@@ -348,26 +344,39 @@ class SecureRetrieval:
         return passages, lists
 
     @staticmethod
-    def _suspects(cleaned: Mapping[str, list[Chunk]], passages: list[Passage], flags: list[set[str]],
-                  tied_keys: set[str] = frozenset()) -> tuple[Suspect, ...]:
+    def _suspects(cleaned: Mapping[str, list[Chunk]], passages: list[Passage], marks: _Marks,
+                  tied_keys: set[str] = frozenset(),
+                  id_disputes: Mapping[tuple[str, str], set[str]] | None = None) -> tuple[Suspect, ...]:
         """An agent whose top passage, or at least two of its passages, were kept out as anomalies
         that most other agents did not return. A text disputed on a tie blames no one: either
-        sender may be the liar."""
-        bad_by_agent: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        sender may be the liar. Each suspect names its witnesses: the agents that returned the text
+        that won (the other version under the same id, the original a tampered copy departs from)."""
+        id_disputes = id_disputes or {}
+        bad_by_agent: dict[str, list[tuple[int, set[str]]]] = defaultdict(list)
+        witnesses_of: dict[str, set[str]] = defaultdict(set)
         for i, p in enumerate(passages):
-            reasons = flags[i] & set(EXCLUDING_FLAGS)
+            reasons = marks.flags[i] & set(EXCLUDING_FLAGS)
             if p.key in tied_keys:
                 reasons -= {"disputed"}
             # A poisoned corpus makes honest agents return anomalies too: only a minority's anomaly counts.
             if not reasons or len(p.agents) * 2 >= len(cleaned):
                 continue
+            seen = set()
+            if "disputed" in reasons:
+                seen |= set(id_disputes.get((p.chunk.id, p.key), ()))
+            if "tampered" in reasons and i in marks.edited_from:
+                seen |= set(passages[marks.edited_from[i]].agents)
             for agent, rank in p.returned_by:
-                bad_by_agent[agent].append((rank, "/".join(sorted(reasons))))
+                bad_by_agent[agent].append((rank, reasons))
+                witnesses_of[agent] |= seen - {agent}
         suspects = []
         for agent, bad in sorted(bad_by_agent.items()):
             if len(bad) >= 2 or min(rank for rank, _ in bad) == 0:
-                kinds = ", ".join(sorted({why for _, why in bad}))
-                suspects.append(Suspect(agent, f"{len(bad)} of its {len(cleaned[agent])} passages kept out ({kinds})"))
+                flags = set().union(*(reasons for _, reasons in bad))
+                kinds = ", ".join(sorted(flags))
+                suspects.append(Suspect(agent, f"{len(bad)} of its {len(cleaned[agent])} passages kept out ({kinds})",
+                                        tuple(SuspectReason(f) for f in sorted(flags)),
+                                        tuple(sorted(witnesses_of[agent]))))
         return tuple(suspects)
 
 

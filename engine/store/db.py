@@ -194,7 +194,7 @@ class Store:
                                 "citations": [c.chunk_id for c in answer.citations],
                                 "kept_out": [c.chunk.id for c in answer.excluded
                                              if c.explanation and c.explanation.flags],
-                                "suspects": [agent for agent, _ in answer.suspects],
+                                "suspects": [s.agent_id for s in answer.suspects],
                                 "challenges": {c.agent_id: c.challenge for c in answer.candidates if c.challenge}})
             return also() if also else None
         return self._transaction(write)

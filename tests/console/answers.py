@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from engine import (AgentOutcome, Answer, CallStatus, Candidate, Chunk, Citation, Claim, ContextChunk, Generation,
                     RiskTier, Role, Verdict)
-from engine.types import ChunkExplanation, ClaimCheck      # not re-exported by engine (yet)
+from engine.types import ChunkExplanation, ClaimCheck, Suspect      # not re-exported by engine (yet)
 
 MOONS_TEXT = "Mars has two small moons, Phobos and Deimos. Both were discovered by Asaph Hall in 1877."
 FACTS_TEXT = "Phobos orbits Mars three times a day; Deimos takes about 30 hours."
@@ -42,7 +42,7 @@ TAMPERED = ContextChunk(chunk("mars-moons#0", "Moons of Mars", TAMPERED_TEXT), 0
                         explanation(0.22, ("bm25",), flags=("disputed", "tampered"), note=TAMPERED_NOTE))
 CONTEXT = (MOONS, FACTS)
 EXCLUDED = (LONELY, ECHO, TAMPERED)        # engine order: by score
-SUSPECTS = (("ret-rogue", SUSPECT_REASON),)
+SUSPECTS = (Suspect("ret-rogue", SUSPECT_REASON),)
 
 CITATIONS = (
     Citation("mars-moons#0", "Planetary Science Encyclopedia", "Moons of Mars", MOONS_TEXT),

@@ -9,6 +9,7 @@ from console import style
 from console.panels.fleet import FLEET_COLUMNS, FleetModel, FleetPanel
 from console.service import EngineService
 from engine import AgentState, CallStatus, FaultKind
+from engine.types import Suspect
 
 from .answers import SUSPECT_REASON, make_answer
 
@@ -121,7 +122,7 @@ def test_a_suspect_named_by_the_latest_answer_is_marked_until_an_answer_no_longe
     assert model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.DecorationRole) is None
 
     with qtbot.waitSignal(model.dataChanged, timeout=1000) as changed:
-        service.sig_answer.emit(make_answer(suspects=(("ret-rogue", SUSPECT_REASON),)))
+        service.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON),)))
     top_left, bottom_right = changed.args[:2]
     assert (top_left.row(), bottom_right.row()) == (rogue, rogue)          # that row only
     assert text(model, rogue, "Detail") == f"⚠ suspected: {SUSPECT_REASON}"
@@ -134,9 +135,9 @@ def test_a_suspect_named_by_the_latest_answer_is_marked_until_an_answer_no_longe
     # The same suspects again: nothing to redraw. Another suspect as well: only its row.
     changed_rows = []
     model.dataChanged.connect(lambda top, bottom, *_: changed_rows.append((top.row(), bottom.row())))
-    service.sig_answer.emit(make_answer(suspects=(("ret-rogue", SUSPECT_REASON),)))
+    service.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON),)))
     assert changed_rows == []
-    service.sig_answer.emit(make_answer(suspects=(("ret-rogue", SUSPECT_REASON), ("ret-bm25", "echo"))))
+    service.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON), Suspect("ret-bm25", "echo"))))
     assert changed_rows == [(bm25, bm25)]
     assert text(model, bm25, "Detail") == "⚠ suspected: echo"
 

@@ -34,6 +34,18 @@ def test_edited_copy_under_the_same_id_is_outvoted_and_its_sender_suspected(secu
     assert kept.chunk.text == MOONS.text and kept.disputed_by == ("rogue",)
     assert "1881" not in " ".join(c.chunk.text for c in result.context)
     assert [s.agent_id for s in result.suspects] == ["rogue"]
+    # Those who returned the text that won are the ones who settled it: the reputation book's witnesses.
+    assert result.suspects[0].witnesses == ("a", "b") and [f.value for f in result.suspects[0].flags] == ["disputed", "tampered"]
+
+
+def test_a_suspects_witnesses_are_only_the_retrievers_that_sent_the_winning_text(secure):
+    # Two colluders send an edited copy under the honest text's id: the honest sender loses 2 to 1, and
+    # only the colluders witnessed that; the retriever that returned other passages did not.
+    edited = Chunk("moons#0", MOONS.text.replace("1877", "1881"))
+    result = secure.run(QUESTION, {"honest": (MOONS, VOLCANO), "bystander": (ROVER, ORBIT),
+                                   "slander-1": (edited, ROVER), "slander-2": (edited, ORBIT)})
+    suspect = next(s for s in result.suspects if s.agent_id == "honest")
+    assert suspect.witnesses == ("slander-1", "slander-2")
 
 
 def test_a_tie_under_one_id_lets_neither_text_in_whichever_retriever_answered_first(secure):

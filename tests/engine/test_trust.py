@@ -14,7 +14,7 @@ from engine.reputation.answer_evidence import DecidedAnswer, agreement, observat
 from engine.store.db import Store
 from engine.trust import TrustKeeper
 from engine.types import (AgentOutcome, Answer, CallStatus, Candidate, Chunk, Citation, Claim, ClaimCheck,
-                          ClaimLabel, ContextChunk, Generation, RiskTier, Role, Verdict, Vote)
+                          ClaimLabel, ContextChunk, Generation, RiskTier, Role, Suspect, SuspectReason, Verdict, Vote)
 
 TRUE = "Phobos and Deimos are the moons of Mars."
 LIE = "Phobos and Titan are the moons of Mars."
@@ -26,7 +26,10 @@ def _candidate(agent, text, label, votes):
                      1.0 if label is ClaimLabel.SUPPORTED else 0.0, (), 0.5)
 
 
-def answer(trace="t1", suspects=(("ret-rogue", "2 of its 8 passages kept out (tampered)"),)) -> Answer:
+ROGUE = Suspect("ret-rogue", "2 of its 8 passages kept out (tampered)", (SuspectReason.TAMPERED,), ("ret-a", "ret-b"))
+
+
+def answer(trace="t1", suspects=(ROGUE,)) -> Answer:
     chunk = Chunk("c1", "Mars has two moons, Phobos and Deimos.")
     context = (ContextChunk(chunk, 1.0, ("ret-a", "ret-b")),)
     agents = tuple(AgentOutcome(a, role, CallStatus.OK, 10.0, n_items=3) for a, role in (
@@ -185,7 +188,30 @@ async def test_a_lying_generator_is_quarantined_and_takes_no_part_in_the_next_qu
         assert engine.registry.get("gen-liar").trust_state == "probation"
         medium = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
         assert "gen-liar" not in {o.agent_id for o in medium.agents}
+        # The low tier takes one generator, the most trusted; the one on probation gets a seat beside it.
+        low = await engine.ask("What are the moons of Mars?", RiskTier.LOW)
+        generators = [o.agent_id for o in low.agents if o.role is Role.GENERATOR]
+        assert len(generators) == 2 and "gen-liar" in generators
         with pytest.raises(InputError, match="no agent 'gen-nobody'"):
             await engine.quarantine("gen-nobody", "typo", "alice")
     updates = [e.update for e in events if isinstance(e, TrustUpdated)]
     assert any(a.kind == "auto_quarantine" and a.agent_id == "gen-liar" for u in updates for a in u.alerts)
+
+
+async def test_colluding_retrievers_cannot_slander_an_honest_one_through_a_dispute(tmp_path):
+    # Secure retrieval reports the honest retriever (it lost a dispute 2 to 1), naming the colluders as the
+    # only witnesses; the committee of the three longest-standing retrievers did not see it, so it never lands.
+    keeper = await _keeper(tmp_path / "q.db", lambda: 10.0)
+    for agent in ("ret-c", "slander-1", "slander-2"):
+        keeper.book.register(agent, Role.RETRIEVER, first_seen=20.0)
+    slandered = Suspect("ret-a", "1 of its 8 passages kept out (disputed)", (SuspectReason.DISPUTED,),
+                        ("slander-1", "slander-2"))
+    agents = answer().agents + tuple(AgentOutcome(a, Role.RETRIEVER, CallStatus.OK, 10.0, n_items=3)
+                                     for a in ("ret-c", "slander-1", "slander-2"))
+    for i in range(20):
+        update = await keeper.after_answer(answer(f"s{i}", suspects=(slandered,)).__class__(
+            **{**answer(f"s{i}").__dict__, "suspects": (slandered,), "agents": agents}))
+        assert not any(isinstance(e, ReputationChanged) and e.agent_id == "ret-a" and e.new_score < e.old_score
+                       for e in update.events)
+    assert keeper.book.record("ret-a").state is TrustState.ACTIVE and keeper.book.record("ret-a").score >= 0.75
+    await keeper.tables.store.aclose()

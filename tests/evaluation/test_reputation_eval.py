@@ -61,10 +61,9 @@ def test_the_constant_liar_is_quarantined_and_gets_no_more_work(sixty, demo_pool
     assert data["repaired"]["released_at"] == d["quarantined_at"] + 20
 
 
-def test_no_honest_agent_is_quarantined_but_the_slandered_retriever(sixty):
+def test_no_honest_agent_is_quarantined(sixty):
     data, _ = sixty
-    others = [a for a in data["honest_quarantined_agents"] if data["agents"][a]["kind"] != SLANDER_TARGET_RETRIEVER]
-    assert others == []
+    assert data["honest_quarantined_agents"] == [] and data["honest_quarantined"] == 0
 
 
 def test_the_frozen_book_lets_at_least_as_many_lies_through(sixty):
@@ -82,25 +81,12 @@ def test_every_byzantine_behaviour_acts_in_the_run(sixty):
     assert set(BYZANTINE_KINDS) - {"sleeper"} <= kinds     # the sleeper turns at question 200
 
 
-@pytest.mark.xfail(strict=True, reason="known weakness (reported by the reputation evaluation): two colluding "
-                   "retrievers that dispute an honest retriever's lone passages under the same id get it reported "
-                   "as a suspect, and answer_evidence names every non-suspect retriever a witness, so the "
-                   "committee confirms it")
 def test_the_slandered_retriever_stays_above_one_half(sixty):
+    # Two colluding retrievers dispute its passages under the same ids; only they witnessed it, and a
+    # committee majority of the longest-standing retrievers did not, so the slander never lands.
     data, _ = sixty
     target = next(a for a, d in data["agents"].items() if d["kind"] == SLANDER_TARGET_RETRIEVER)
     assert data["agents"][target]["min_score"] >= 0.5
-
-
-def test_with_dispute_witnesses_the_slander_does_not_land(demo_pool):
-    """The rule change the evaluation measures (what-if, not production): a retriever reported only for
-    passages kept out in a same-id dispute is witnessed by the peers that sent the other text."""
-    corpus, pool = demo_pool
-    config = SimConfig(questions=40, seed=0, what_if="dispute-witnesses", frozen_run=False)
-    data, _ = simulate(EngineSettings(), corpus, pool, _embedders(), config)
-    target = next(a for a, d in data["agents"].items() if d["kind"] == SLANDER_TARGET_RETRIEVER)
-    assert data["agents"][target]["min_score"] >= 0.5 and data["honest_quarantined"] == 0
-    assert any(d["quarantined_at"] for d in data["agents"].values() if d["kind"] == CONSTANT)
 
 
 def test_the_stream_cycles_the_pool_in_a_new_order_each_time(demo_pool):
