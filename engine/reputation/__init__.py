@@ -5,19 +5,21 @@ The scale
     - New agents start at `start` = 0.75: configured by the operator, so trusted until shown otherwise, yet below
       what a record earns. Decay leads back to the same point (neutral, L0 = logit(0.75) = ln 3).
     - The cap is 0.95 (l_max = ln 19): an honest record cannot bank unbounded credit, so a sleeper that turns
-      falls fast (13 medium-risk lies from the cap to quarantine).
+      falls fast (9 medium-risk lies from the cap to quarantine).
     - The floor is 0.02 (l_min = ln(0.02/0.98)): a liar cannot sink so deep that a repaired agent never returns.
     - Below `quarantine_floor` = 0.2 an agent is quarantined automatically.
 
 Evidence
     All evidence about one agent on one question is one Observation. Any bad evidence makes it a bad question,
     L -= down_step x tier factor; otherwise good evidence makes a good one, L += up_step x tier factor; none
-    moves nothing. Tier factors: low 0.5, medium 1, high 1.5. up_step 0.045, down_step 0.36: their ratio, about
-    8 = ln(0.2/0.05) / -ln(0.8/0.95), makes each step a sequential test's log-likelihood ratio between "lies on
+    moves nothing. Tier factors: low 0.5, medium 1, high 1.5. up_step 0.0625, down_step 0.5: their ratio, 8 ~
+    ln(0.2/0.05) / -ln(0.8/0.95), makes each step a sequential test's log-likelihood ratio between "lies on
     20% of questions" and "honest, falsely flagged on 5%". An agent with more than about 11% bad questions
-    drifts down, one with fewer drifts up. At medium risk a constant liar is quarantined after 7 questions, a
-    sleeper at the cap after 13, and an agent that lies on 20% after about 65 (a median: the spread is wide, a
-    tenth of such liars last past 120); an honest agent falsely flagged on 5% stays above 0.5.
+    drifts down, one with fewer drifts up. At medium risk a constant liar is quarantined after 5 questions, a
+    sleeper at the cap after 9, and an agent that lies on 20% after about 48 (a median over 200 seeds; 65%
+    within 60). The price of steps this large: an honest agent falsely flagged on 5% of questions is never
+    quarantined in 1,000 (100 seeds) but dips to about 0.4; on 8%, 5 runs in 100 end in quarantine. (The
+    first defaults, 0.045 / 0.36, took a median of 66 for the 20% liar.)
 
 Confirmation
     Evidence the engine checked itself (its verifier, an operator's decision, behaviour it measured) lands at

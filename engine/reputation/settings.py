@@ -16,13 +16,14 @@ class ReputationSettings:
     score_cap: float = 0.95           # honest records cannot bank unbounded credit, so a sleeper that turns falls fast
     score_min: float = 0.02           # liars cannot dig so deep that a repaired agent never climbs back
     # Evidence: one step per question (the down/up ratio ~8 makes 11% bad questions the break-even point).
-    up_step: float = 0.045            # log-odds a good question adds: more forgives faster, and hides occasional liars
-    down_step: float = 0.36           # log-odds a bad question takes: more catches liars sooner, hurts false flags more
+    up_step: float = 0.0625           # log-odds a good question adds: more forgives faster, and hides occasional liars
+    down_step: float = 0.5            # log-odds a bad question takes: more catches liars sooner, hurts false flags more
     low_tier_factor: float = 0.5      # low-risk questions get a light check, so their evidence counts less
     medium_tier_factor: float = 1.0
     high_tier_factor: float = 1.5     # high-risk questions get full consensus, so their evidence counts most
     # Committee that confirms evidence resting on peers' outputs.
-    committee_size: int = 3           # more members resist more colluders, but need more long-standing agents to form
+    committee_size: int = 5           # up to this many peers (at least 3 to form): five resist two colluders wherever
+                                      # they sit; fewer peers make a smaller committee
     committee_floor: float = 0.5      # a member's least score: higher keeps doubtful agents out, forms committees less
     # Decay toward `start`.
     decay_half_life_s: float = 7 * DAY_S   # shorter: trust must be kept up sooner; longer: old lies linger longer

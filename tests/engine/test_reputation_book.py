@@ -16,7 +16,9 @@ from engine.reputation import (AgentQuarantined, AgentReleased, AlertKind, Alert
 from engine.reputation.scale import logit, sigmoid
 from engine.types import RiskTier, Role
 
-S = ReputationSettings()
+# The numbers these cases were worked out with (the first defaults); test_reputation_defaults.py covers the
+# shipped ones.
+S = ReputationSettings(up_step=0.045, down_step=0.36, committee_size=3)
 DAY = 86400.0
 LIE = (EvidenceReason.CLAIM_REFUTED,)
 TRUTH = (EvidenceReason.CLAIMS_SUPPORTED, EvidenceReason.ANSWER_CHOSEN)

@@ -7,7 +7,9 @@ from engine.reputation import (AgentQuarantined, ChangeRejected, EvidenceReason,
                                ReputationChanged, ReputationSettings, TrustState, committee)
 from engine.types import RiskTier, Role
 
-S = ReputationSettings()
+# The numbers these cases were worked out with (the first defaults); test_reputation_defaults.py covers the
+# shipped ones.
+S = ReputationSettings(up_step=0.045, down_step=0.36, committee_size=3)
 VETERANS = ("ver-1", "ver-2", "gen-old")
 
 
