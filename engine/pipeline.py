@@ -99,7 +99,7 @@ class Pipeline:
         chosen = views[:limit]
         # An agent on probation ranks last by score and low-risk paths take few agents: it gets a seat
         # beside them (its vote capped by the book), or it could never earn its way back.
-        probation = [v for v in views[limit:] if v.trust_state == "probation"]
+        probation = [v for v in views[limit:] if self.registry.on_probation(v.spec.id)]
         return chosen + probation[:1]
 
     def _reputations(self) -> dict[str, float] | None:

@@ -14,6 +14,7 @@ class TrustGate(Protocol):
     """The reputation book as the registry sees it (engine.trust.TrustKeeper)."""
     def eligible(self, agent_id: str, tier: RiskTier) -> tuple[bool, str]: ...
     def snapshot(self) -> Mapping[str, float]: ...
+    def state_of(self, agent_id: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class AgentRegistry:
             scores = self.trust.snapshot()
         return sorted(views, key=lambda v: (-scores.get(v.spec.id, 1.0),
                                             -(v.reliability if v.reliability is not None else 1.0)))
+
+    def on_probation(self, agent_id: str) -> bool:
+        return self.trust is not None and self.trust.state_of(agent_id) == "probation"
 
     def ineligible(self, role: Role, tier: RiskTier) -> list[tuple[str, str]]:
         """(agent id, why) for agents of a role that are up but that the book keeps off this tier."""

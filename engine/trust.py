@@ -94,6 +94,9 @@ class TrustKeeper:
     def snapshot(self) -> dict[str, float]:
         return dict(self.book.snapshot())
 
+    def state_of(self, agent_id: str) -> str:
+        return self.book.record(agent_id).state.value if agent_id in self.book else "active"
+
     def eligible(self, agent_id: str, tier: RiskTier) -> tuple[bool, str]:
         if agent_id not in self.book:
             return True, "not scored yet"
