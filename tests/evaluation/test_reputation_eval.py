@@ -59,6 +59,8 @@ def test_the_constant_liar_is_quarantined_and_gets_no_more_work(sixty, demo_pool
     # quarantined at question Q, released 20 questions later: it worked on nothing in between
     assert d["questions_worked"] <= d["quarantined_at"] + (60 - data["repaired"]["released_at"] + 1)
     assert data["repaired"]["released_at"] == d["quarantined_at"] + 20
+    # Released, it is on probation: it works the low-risk questions after that (a seat is kept for it), no other.
+    assert data["repaired"]["questions_worked_on_probation"] > 0
 
 
 def test_no_honest_agent_is_quarantined(sixty):
