@@ -22,6 +22,7 @@ from engine import RiskTier
 from engine.review import APPROVE_REASONS, OTHER, REJECT_REASONS, ClaimSummary, ReviewItem, ReviewStatus
 
 from .. import style
+from ..layout import column
 from ..service import EngineService
 from ..table_model import RIGHT, Column, RecordTableModel
 
@@ -323,13 +324,7 @@ class ApprovalsPanel(QWidget):
         buttons.addWidget(self.approve_button)
         buttons.addWidget(self.reject_button)
         buttons.addWidget(self.message, 1)
-        right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.setSpacing(4)
-        right_layout.addWidget(self.detail, 1)
-        right_layout.addWidget(self.actions)
-        right_layout.addWidget(self.form)
+        right = column(self.detail, self.actions, self.form, spacing=4)
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(self.table)
         body.addWidget(right)

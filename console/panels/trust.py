@@ -28,6 +28,7 @@ from engine import AgentView
 from engine.store.trust import ScorePoint
 
 from .. import style
+from ..layout import column
 from ..service import EngineService
 from ..table_model import RIGHT, Column, RecordTableModel
 
@@ -225,18 +226,8 @@ class TrustPanel(QWidget):
         self.selection_label.setTextFormat(Qt.TextFormat.PlainText)
         self.selection_label.setWordWrap(True)
 
-        plot_side = QWidget()
-        plot_layout = QVBoxLayout(plot_side)
-        plot_layout.setContentsMargins(0, 0, 0, 0)
-        plot_layout.setSpacing(2)
-        plot_layout.addWidget(self.plot, 1)
-        plot_layout.addWidget(self.hover_label)
-        legend_side = QWidget()
-        legend_layout = QVBoxLayout(legend_side)
-        legend_layout.setContentsMargins(0, 0, 0, 0)
-        legend_layout.setSpacing(2)
-        legend_layout.addWidget(self.legend, 1)
-        legend_layout.addWidget(self.selection_label)
+        plot_side = column(self.plot, self.hover_label)
+        legend_side = column(self.legend, self.selection_label)
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(plot_side)
         body.addWidget(legend_side)
