@@ -137,7 +137,35 @@ def answer_json(answer) -> dict:
         "context": [{"chunk_id": c.chunk.id, "score": c.score, "supported_by": list(c.supported_by),
                      "disputed_by": list(c.disputed_by)} for c in answer.context],
         "timings_ms": dict(answer.timings_ms),
+        "stages": stages_json(answer),
+        "cascade": cascade_json(answer.cascade),
     }
+
+
+def stages_json(answer) -> list[dict]:
+    """Each stage the question went through, with the cascade monitor's scores at its boundary."""
+    scores = {}
+    for score in (answer.cascade.scores if answer.cascade else ()):
+        scores[(score.index, score.attempt)] = score
+    out = []
+    for stage in answer.stages:
+        score = scores.get((stage.index, stage.attempt))
+        out.append({"index": stage.index, "stage": stage.kind.value, "hop": stage.hop, "attempt": stage.attempt,
+                    "output": stage.output, "confidence": stage.confidence, "agents": list(stage.agents),
+                    "evidence": [c.id for c in stage.evidence], "elapsed_ms": stage.elapsed_ms, "note": stage.note,
+                    "scores": None if score is None else {
+                        "sfv": score.a_sfv, "csct": score.a_csct, "cpm": score.a_cpm, "p": score.p,
+                        "fired": score.fired, "type": score.cascade_type.value if score.cascade_type else None,
+                        "reasons": list(score.reasons)}})
+    return out
+
+
+def cascade_json(cascade) -> dict | None:
+    if cascade is None:
+        return None
+    return {"fired": cascade.fired, "stage": cascade.stage,
+            "type": cascade.cascade_type.value if cascade.cascade_type else None,
+            "mitigation": cascade.mitigation.value, "resolved": cascade.resolved, "reason": cascade.reason}
 
 
 async def _ask(args) -> int:

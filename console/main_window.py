@@ -1,9 +1,11 @@
-"""The main window: fleet, approval queue, trust plot and alerts (tabs) above, question and answer
-below, start-up progress in the status bar. The Approvals tab title counts the answers waiting for an
-operator; the Alerts tab title and a button in the status bar count the alerts nobody acknowledged
-yet (the button opens the Alerts tab). Selecting an agent in the fleet table, on the trust plot or
-through an alert selects it in the others. When the engine is ready the stored score history and
-alerts are read once (load_trust); from then on the panels grow live.
+"""The main window: fleet, approval queue, trust plot, alerts and the cascade monitor (tabs) above,
+question and answer below, start-up progress in the status bar. The Approvals tab title counts the
+answers waiting for an operator; the Alerts tab title and a button in the status bar count the alerts
+nobody acknowledged yet (the button opens the Alerts tab); the Cascade tab title counts the answers the
+cascade monitor halted for review, and the answer view's "Stage scores…" opens an answer's stages there.
+Selecting an agent in the fleet table, on the trust plot or through an alert selects it in the others.
+When the engine is ready the stored score history and alerts are read once (load_trust); from then on
+the panels grow live.
 
 Closing is two-step: the first close request is refused and announced with sig_close_requested,
 so the app can shut the engine down while the window still says what is happening; the app then
@@ -15,10 +17,13 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QSplitter, QStyle, QTabWidget, QToolButton, QWidget
 
+from engine import Answer
+
 from . import style
 from .panels.alerts import AlertsPanel
 from .panels.approvals import ApprovalsPanel
 from .panels.ask import AskPanel
+from .panels.cascade import CascadePanel
 from .panels.fleet import FleetPanel
 from .panels.trust import TrustPanel
 from .service import EngineService
@@ -26,10 +31,11 @@ from .toast import Toast
 
 TITLE = "Quorum — operations console"
 DEFAULT_SIZE = QSize(1280, 800)
-FLEET_TAB, APPROVALS_TAB, TRUST_TAB, ALERTS_TAB = 0, 1, 2, 3
+FLEET_TAB, APPROVALS_TAB, TRUST_TAB, ALERTS_TAB, CASCADE_TAB = 0, 1, 2, 3, 4
 APPROVALS_HEIGHT = 360       # pixels the top area takes while the approval queue is shown
 TRUST_HEIGHT = 430           # ... the trust plot
 ALERTS_HEIGHT = 320          # ... the alerts list
+CASCADE_HEIGHT = 520         # ... the stage scores and the strip of recent questions
 
 
 class MainWindow(QMainWindow):
@@ -46,6 +52,7 @@ class MainWindow(QMainWindow):
         self.approvals_panel = ApprovalsPanel(service)
         self.trust_panel = TrustPanel(service)
         self.alerts_panel = AlertsPanel(service)
+        self.cascade_panel = CascadePanel()      # θ: the panel's default until the engine's settings carry it
         self.ask_panel = AskPanel(service)
         self._service = service
         self.top_tabs = QTabWidget()
@@ -54,7 +61,9 @@ class MainWindow(QMainWindow):
         self.top_tabs.addTab(self.approvals_panel, self.approvals_panel.tab_title())
         self.top_tabs.addTab(self.trust_panel, self.trust_panel.tab_title())
         self.top_tabs.addTab(self.alerts_panel, self.alerts_panel.tab_title())
+        self.top_tabs.addTab(self.cascade_panel, self.cascade_panel.tab_title())
         self.top_tabs.setTabToolTip(TRUST_TAB, "Every agent's trust score over time, and the quarantine floor")
+        self.top_tabs.setTabToolTip(CASCADE_TAB, "Each question's stages as the cascade monitor scored them")
         self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.top_tabs)
         splitter.addWidget(self.ask_panel)
@@ -64,7 +73,8 @@ class MainWindow(QMainWindow):
         fleet_height = self.fleet_panel.fitting_height() + tabs_height
         # Each tab keeps its own height: the queue needs room for an item's candidates and the decision form.
         self._top_heights = {FLEET_TAB: fleet_height, APPROVALS_TAB: max(fleet_height, APPROVALS_HEIGHT),
-                             TRUST_TAB: max(fleet_height, TRUST_HEIGHT), ALERTS_TAB: max(fleet_height, ALERTS_HEIGHT)}
+                             TRUST_TAB: max(fleet_height, TRUST_HEIGHT), ALERTS_TAB: max(fleet_height, ALERTS_HEIGHT),
+                             CASCADE_TAB: max(fleet_height, CASCADE_HEIGHT)}
         splitter.setSizes([fleet_height, DEFAULT_SIZE.height() - fleet_height])
         splitter.setContentsMargins(8, 8, 8, 0)
         self.setCentralWidget(splitter)
@@ -76,6 +86,15 @@ class MainWindow(QMainWindow):
         self.trust_panel.sig_agent_selected.connect(self.fleet_panel.select_agent)
         self.fleet_panel.sig_agent_selected.connect(self.trust_panel.select_agent)
         self.alerts_panel.sig_agent_selected.connect(self.fleet_panel.select_agent)
+        # The cascade monitor's events, live; the answer brings each stage's own confidence.
+        cascade = self.cascade_panel
+        service.sig_question_started.connect(cascade.start_question)
+        service.sig_cascade_scored.connect(cascade.add_score)
+        service.sig_cascade_resolved.connect(cascade.resolve)
+        service.sig_answer.connect(cascade.add_answer)
+        for signal in (service.sig_cascade_resolved, service.sig_answer):     # after the panel took it in
+            signal.connect(self._refresh_cascade_title)
+        self.ask_panel.answer_view.sig_show_cascade.connect(self.show_cascade)
 
         self.status_text = QLabel("Engine not started")
         self.progress = QProgressBar()
@@ -117,6 +136,12 @@ class MainWindow(QMainWindow):
         self.top_tabs.setCurrentIndex(ALERTS_TAB)
         self.alerts_panel.select_first_open()
 
+    def show_cascade(self, answer: Answer | None = None) -> None:
+        """Opens the Cascade tab, on `answer`'s stages when one is given."""
+        if answer is not None:
+            self.cascade_panel.show_answer(answer)
+        self.top_tabs.setCurrentIndex(CASCADE_TAB)
+
     def _on_top_tab_changed(self, tab: int) -> None:
         sizes = self.splitter.sizes()
         total = sum(sizes)
@@ -140,6 +165,12 @@ class MainWindow(QMainWindow):
                           else "Every alert is acknowledged")
         self.alerts_button.setText(f"{open_count} open alert{'s' if open_count != 1 else ''}")
         self.alerts_button.setVisible(open_count > 0)
+
+    def _refresh_cascade_title(self, *_args) -> None:
+        halted = self.cascade_panel.halted_count()
+        self.top_tabs.setTabText(CASCADE_TAB, self.cascade_panel.tab_title())
+        bar = self.top_tabs.tabBar()
+        bar.setTabTextColor(CASCADE_TAB, style.RED if halted else bar.palette().windowText().color())
 
     def _on_trust_standing(self, _view) -> None:
         self.top_tabs.setTabText(TRUST_TAB, self.trust_panel.tab_title())

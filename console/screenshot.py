@@ -1,11 +1,12 @@
 """Screenshot of the console as an operator sees it, taken offscreen:
 
     python -m console.screenshot OUT.png [--fleet F] [--corpus DIR] [--question Q] [--tier T] [--tab NAME]
-                                         [--panel fleet|approvals|trust|alerts] [--repeat N] [--select AGENT]
+                                         [--panel fleet|approvals|trust|alerts|cascade] [--repeat N]
+                                         [--select AGENT]
 
 Starts the real console (run_console), waits for the fleet, asks the question (--repeat times, so the
 trust plot has a history), waits for each answer, opens the evidence tab named by --tab (e.g.
-"context", "generators"; a top panel's name, e.g. "trust" or "alerts", works too) and the top panel
+"context", "generators"; a top panel's name, e.g. "trust", "alerts" or "cascade", works too) and the top panel
 named by --panel (with --panel approvals, the question's review item is selected if it has one),
 selects --select's agent (its fleet row, its trust line), saves `window.grab()` and closes the
 window through the normal shutdown path.
@@ -21,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 DEFAULT_QUESTION = "What are the moons of Mars?"
-TOP_PANELS = ["fleet", "approvals", "trust", "alerts"]
+TOP_PANELS = ["fleet", "approvals", "trust", "alerts", "cascade"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,10 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", type=Path, help="agents' cache folder (default: the user cache dir)")
     parser.add_argument("--tab", help="evidence tab to show, by the start of its name (case-insensitive): "
                                          "citations, context, generators or agents (default: the one the answer "
-                                         "opens); or a top panel: fleet, approvals, trust or alerts")
+                                         "opens); or a top panel: fleet, approvals, trust, alerts or cascade")
     parser.add_argument("--panel", choices=TOP_PANELS, default="fleet",
-                        help="top panel to show: the fleet table, the approval queue, the trust plot or the "
-                             "alerts (default: fleet)")
+                        help="top panel to show: the fleet table, the approval queue, the trust plot, the "
+                             "alerts or the cascade monitor's stage scores (default: fleet)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="ask the question N times before the screenshot (the demo fleet's gen-gamma is "
                              "quarantined after about 7)")
@@ -87,6 +88,8 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
             window.show_trust()
         elif top_panel == "alerts":
             window.show_alerts()
+        elif top_panel == "cascade":
+            window.show_cascade()
         elif top_panel == "approvals":
             window.show_approvals()
             if answers:

@@ -20,7 +20,8 @@ from typing import Any, Coroutine
 from PySide6.QtCore import QObject, Signal
 
 from engine import AgentState, AgentView, Engine, InputError, QuorumError, RiskTier
-from engine.events import AgentChanged, EngineReady, QuestionReceived, ReviewEnqueued, TrustUpdated
+from engine.events import (AgentChanged, CascadeResolved, CascadeScored, EngineReady, QuestionReceived, ReviewEnqueued,
+                           TrustUpdated)
 from engine.reputation import ReputationSettings
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class EngineService(QObject):
     sig_trust_loaded = Signal(object, object)  # score history (list[ScorePoint]), alerts (list[AlertRow]) as stored
     sig_trust_failed = Signal(str, str)        # agent id, why a quarantine or release was refused
     sig_alert_acknowledged = Signal(object)    # AlertRow as it now is
+    sig_cascade_scored = Signal(object)        # CascadeScored event: one stage boundary's scores and its trace id
+    sig_cascade_resolved = Signal(object)      # CascadeResolved event: a question's outcome (before its answer)
     sig_stopping = Signal()
     sig_stopped = Signal()
 
@@ -70,6 +73,8 @@ class EngineService(QObject):
             QuestionReceived: lambda e: self.sig_question_started.emit(e.trace_id, e.question),
             ReviewEnqueued: lambda e: self.sig_review_changed.emit(e.item),
             TrustUpdated: self._on_trust_updated,
+            CascadeScored: self.sig_cascade_scored.emit,
+            CascadeResolved: self.sig_cascade_resolved.emit,
         }
         engine.subscribe(self._on_event)
 

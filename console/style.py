@@ -1,6 +1,8 @@
 """Colours and fonts in one place, so a state always looks the same wherever it is shown."""
 from __future__ import annotations
 
+import html
+
 from PySide6.QtGui import QColor, QFont, QFontDatabase
 from PySide6.QtWidgets import QApplication, QTableView
 
@@ -15,6 +17,7 @@ BLUE = QColor("#1f5fa8")
 FAULT_BACKGROUND = QColor("#fde7e7")
 KEPT_OUT_BACKGROUND = FAULT_BACKGROUND        # a passage secure retrieval kept out of the context
 FAILING_BACKGROUND = FAULT_BACKGROUND         # a generator whose claims its evidence does not back
+FIRED_BACKGROUND = FAULT_BACKGROUND           # a stage where the cascade trigger fired
 
 # Flags secure retrieval puts on a passage: chip colours (background, text) and what each means.
 FLAG_CHIPS = {
@@ -118,6 +121,14 @@ def verdict_badge_css(verdict: Verdict) -> str:
     background, text = VERDICT_BADGES[verdict]
     return (f"QLabel {{ background: {background}; color: {text}; font-weight: bold; "
             f"border-radius: 6px; padding: 4px 12px; }}")
+
+
+def literal_tooltip(text: str) -> str:
+    """A tooltip that shows `text` literally: Qt renders tooltips that look like HTML as rich text, so
+    untrusted text (questions, reasons) is escaped inside a paragraph of its own."""
+    if not text:
+        return ""
+    return f"<p style='white-space:pre-wrap'>{html.escape(text)}</p>"
 
 
 def scaled_font(base: QFont, factor: float, bold: bool = False) -> QFont:

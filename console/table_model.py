@@ -111,6 +111,18 @@ class RecordTableModel(QAbstractTableModel, Generic[R]):
         self.endInsertRows()
         return row
 
+    def insert_record(self, row: int, record: R) -> None:
+        """Inserts without a reset, so views keep their selection (it moves with its row)."""
+        self.beginInsertRows(QModelIndex(), row, row)
+        self._records.insert(row, record)
+        self.endInsertRows()
+
+    def remove_record(self, row: int) -> R:
+        self.beginRemoveRows(QModelIndex(), row, row)
+        record = self._records.pop(row)
+        self.endRemoveRows()
+        return record
+
     def replace_record(self, row: int, record: R) -> None:
         """Swaps one record and tells views that only this row changed."""
         self._records[row] = record

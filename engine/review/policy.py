@@ -18,6 +18,8 @@ def needs_review(answer: Answer) -> str:
     """Why `answer` must wait for an operator, or "" if it need not."""
     if answer.tier is RiskTier.HIGH:
         return "high-risk question"
+    if answer.cascade is not None and answer.cascade.halted:
+        return "a cascade survived its mitigation: " + answer.cascade.reason
     if answer.tier is RiskTier.MEDIUM and answer.verdict is Verdict.ABSTAINED:
         return "no consistent conclusion on a medium-risk question"
     return ""

@@ -3,11 +3,17 @@
 The evidence is a small attack: ret-rogue returned an edited copy of the moons passage and an
 echo passage pushing a third moon; secure retrieval kept both out and reported ret-rogue; gen-liar
 answered from a citation that is not in the context.
+
+The trajectory (STAGES, with_cascade) tells the same story to the cascade monitor: stage 2, retrieve,
+forwarded the tampered passage; the monitor fired (context poisoning), rolled back (M4) and re-ran
+retrieve and reason without it, then synthesized.
 """
 from __future__ import annotations
 
 from engine import (AgentOutcome, Answer, CallStatus, Candidate, Chunk, Citation, Claim, ContextChunk, Generation,
                     RiskTier, Role, Verdict)
+from engine.cascade.types import CascadeOutcome, CascadeType, Mitigation, StageScore
+from engine.stages.model import StageKind, StageResult
 from engine.types import ChunkExplanation, ClaimCheck, Suspect      # not re-exported by engine (yet)
 
 MOONS_TEXT = "Mars has two small moons, Phobos and Deimos. Both were discovered by Asaph Hall in 1877."
@@ -70,10 +76,55 @@ CANDIDATES = (
 )
 
 
+def stage(kind: StageKind, index: int, confidence: float, attempt: int = 0, hop: int = 0) -> StageResult:
+    return StageResult(kind, index, hop, inputs=("What are the moons of Mars?",), output="", confidence=confidence,
+                       attempt=attempt)
+
+
+def score(kind: StageKind, index: int, sfv: float, csct: float, cpm: float, *, fired: bool = False,
+          cascade_type: CascadeType | None = None, reasons: tuple[str, ...] = (), attempt: int = 0,
+          hop: int = 0) -> StageScore:
+    """A stage's scores, p weighted as the engine's defaults (0.4, 0.4, 0.2)."""
+    p = round(0.4 * sfv + 0.4 * csct + 0.2 * cpm, 4)
+    return StageScore(index, kind, hop, sfv, csct, cpm, p, fired, cascade_type, reasons,
+                      suspect_passages=("mars-moons#0",) if fired else (),
+                      suspect_agents=("ret-rogue",) if fired else (), attempt=attempt)
+
+
+POISON_REASON = "top passage mars-moons#0 contradicts the consensus pool (1926 vs 1877)"
+ROLLBACK_REASON = "stage 2 forwarded a tampered passage; rolled back and re-ran without ret-rogue"
+STAGES = (
+    stage(StageKind.FORMULATE, 0, 1.0),
+    stage(StageKind.RETRIEVE, 1, 0.9),
+    stage(StageKind.RETRIEVE, 1, 0.8, attempt=1),
+    stage(StageKind.REASON, 2, 0.75, attempt=1),
+    stage(StageKind.SYNTHESIZE, 3, 0.85, attempt=1),
+)
+SCORES = (
+    score(StageKind.FORMULATE, 0, 0.0, 0.05, 0.1),
+    score(StageKind.RETRIEVE, 1, 0.9, 0.5, 0.6, fired=True, cascade_type=CascadeType.CONTEXT_POISONING,
+          reasons=(POISON_REASON,)),
+    score(StageKind.RETRIEVE, 1, 0.1, 0.1, 0.2, attempt=1),
+    score(StageKind.REASON, 2, 0.2, 0.1, 0.3, attempt=1),
+    score(StageKind.SYNTHESIZE, 3, 0.1, 0.1, 0.2, attempt=1),
+)
+
+
+def rollback_outcome(scores: tuple[StageScore, ...] = SCORES, resolved: bool = True,
+                     reason: str = ROLLBACK_REASON) -> CascadeOutcome:
+    return CascadeOutcome(True, 1, CascadeType.CONTEXT_POISONING, Mitigation.ROLLBACK, resolved, reason, scores)
+
+
 def make_answer(verdict: Verdict = Verdict.ANSWERED, text: str = "Mars has two moons, Phobos and Deimos.", *,
                 citations=CITATIONS, candidates=CANDIDATES, context=CONTEXT, excluded=EXCLUDED, suspects=SUSPECTS,
-                agents=OUTCOMES, reason: str = "competing answers", trace_id: str = "0123456789abcdef") -> Answer:
+                agents=OUTCOMES, reason: str = "competing answers", trace_id: str = "0123456789abcdef",
+                stages: tuple[StageResult, ...] = (), cascade: CascadeOutcome | None = None) -> Answer:
     return Answer(trace_id=trace_id, question="What are the moons of Mars?", tier=RiskTier.HIGH, verdict=verdict,
                   answer=text, reason=reason, citations=citations, agents=agents, context=context,
                   candidates=candidates, timings_ms={"retrieve": 40.0}, asked_at=0.0, excluded=excluded,
-                  suspects=suspects)
+                  suspects=suspects, stages=stages, cascade=cascade)
+
+
+def with_cascade(trace_id: str = "0123456789abcdef", resolved: bool = True) -> Answer:
+    """The attack answer with its trajectory and the cascade monitor's rollback."""
+    return make_answer(trace_id=trace_id, stages=STAGES, cascade=rollback_outcome(resolved=resolved))

@@ -1,0 +1,190 @@
+"""The three CHARM monitors, each an anomaly score in [0, 1] for one stage boundary.
+
+- SFV checks what the stage states against the consensus pool (evidence several independent
+  sources returned), never against one upstream output: a poisoned top passage cannot vouch for
+  itself.
+- CSCT checks the stage against the trajectory: does a statement contradict a sentence the
+  trajectory has already seen (a near-copy with one name or number changed), bring names or
+  numbers from nowhere, or drift away from the question and everything before it?
+- CPM checks confidence: a stage may not be surer than its upstream and its evidence allow
+  (confidence only falls along a chain of evidence), and may not strip the hedges of its source.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..stages.model import StageKind, StageResult, Trajectory
+from ..text import content_words
+from ..types import ClaimLabel
+from ..verify.alignment import conflicts, mid_sentence_capitals
+from ..verify.verifier import EvidenceVerifier, _word_order_similarity
+from .settings import CascadeSettings
+from .statements import Statement, all_sentences, facts, hedges, source_sentence
+
+NEAR_COPY = 0.6            # word-order similarity at which a statement restates a sentence (a changed slot contradicts it)
+# SFV for a statement the pool neither supports nor refutes: a retrieved passage may well be the only
+# one to say something; a conclusion should rest on corroborated evidence.
+NOT_ENOUGH_SCORE = {StageKind.RETRIEVE: 0.5}
+NOT_ENOUGH_CONCLUSION = 0.75
+
+
+@dataclass(frozen=True)
+class Reading:
+    score: float
+    reasons: tuple[str, ...] = ()
+    suspects: tuple[str, ...] = ()      # passage ids blamed
+    support: float = 1.0                # SFV: weighted share of statements the pool supports
+
+
+class Monitors:
+    def __init__(self, embedder, settings: CascadeSettings, *, coverage: float = 0.8, alignment: float = 0.55) -> None:
+        self.embedder = embedder
+        self.settings = settings
+        self.verifier = EvidenceVerifier(embedder, coverage=coverage, alignment=alignment, name="charm-sfv")
+
+    # --- SFV -------------------------------------------------------------------------------
+    def sfv(self, trajectory: Trajectory, result: StageResult, said: Sequence[Statement]) -> Reading:
+        pool = trajectory.pool
+        if not said or not pool or result.kind is StageKind.FORMULATE:
+            return Reading(0.0)
+        worst, reasons, suspects, unsupported = 0.0, [], [], 0.0
+        for st in said:
+            judgement = self.verifier.judge_sync(st.text, pool)
+            if judgement.label is ClaimLabel.REFUTED:
+                score = 1.0
+                reasons.append(f"SFV: the consensus pool refutes \"{_short(st.text)}\": {judgement.reason}")
+            elif judgement.label is ClaimLabel.NOT_ENOUGH:
+                score = NOT_ENOUGH_SCORE.get(result.kind, NOT_ENOUGH_CONCLUSION)
+                reasons.append(f"SFV: no corroborated passage says \"{_short(st.text)}\"")
+            else:
+                score = 0.0
+            if score and st.chunk is not None:
+                suspects.append(st.chunk.id)
+            worst = max(worst, score * st.weight)
+            unsupported += score * st.weight
+        support = 1.0 - unsupported / sum(st.weight for st in said)
+        return Reading(round(worst, 3), tuple(reasons), tuple(dict.fromkeys(suspects)), round(support, 3))
+
+    # --- CSCT ------------------------------------------------------------------------------
+    def csct(self, trajectory: Trajectory, result: StageResult, said: Sequence[Statement]) -> Reading:
+        if not said or result.kind is StageKind.FORMULATE:
+            return Reading(0.0)
+        before = trajectory.upto(result.index)
+        # A retrieved passage's facts are new unless some other passage or stage has them.
+        sources = ({st.chunk.text for st in said if st.chunk is not None}
+                   if result.kind is StageKind.RETRIEVE else set())
+        # The trajectory's record: every passage it has touched (a near-copy beside its original
+        # contradicts it) and what earlier stages stated.
+        record = all_sentences(trajectory.record) + [c.text for s in before.stages for c in s.claims]
+        travelling = {c.text for s in trajectory.stages for c in s.evidence}
+        known = facts(trajectory.question) | {f for s in before.stages for f in facts(s.output)}
+        if result.kind is StageKind.RETRIEVE:
+            known |= {f for c in trajectory.record if c.text not in sources for f in facts(c.text)}
+        else:
+            # A conclusion may only use what earlier stages handed on (stage i-1's output is its context).
+            known |= {f for s in before.stages for c in (*s.evidence, *s.claims) for f in facts(c.text)}
+        pooled = {c.text for c in trajectory.pool}
+        worst, reasons, suspects = 0.0, [], []
+        vectors = self._vectors(record) if record else None
+        for st in said:
+            score, why = self._contradiction(st, record, vectors, travelling)
+            # Names or numbers the trajectory has never seen: where did the stage get them? A retrieved
+            # passage may bring new facts (that is its job) once another source returned it too.
+            own_pooled = st.chunk is not None and st.chunk.text in pooled
+            checks_novelty = result.kind is not StageKind.RETRIEVE or not own_pooled
+            new = facts(st.text) - known if checks_novelty else set()
+            if new and score < 1.0:
+                novelty = min(1.0, 0.5 + 0.25 * len(new))
+                if novelty > score:
+                    score, why = novelty, f"CSCT: names or numbers new to the trajectory: {', '.join(sorted(new)[:4])}"
+            if score:
+                reasons.append(why)
+                if st.chunk is not None:
+                    suspects.append(st.chunk.id)
+            worst = max(worst, score * st.weight)
+        drift = self._drift(trajectory, result)
+        if drift > worst:
+            worst = drift
+            reasons.append(f"CSCT: the stage drifted from the question and the trajectory ({drift:.2f})")
+        return Reading(round(worst, 3), tuple(reasons), tuple(dict.fromkeys(suspects)))
+
+    def _contradiction(self, st: Statement, record: list[str], vectors, travelling: set[str]) -> tuple[float, str]:
+        """1.0 when the statement restates a sentence of a passage it travels with, with a slot changed;
+        0.6 when that sentence is only in a passage the trajectory saw and set aside."""
+        if vectors is None:
+            return 0.0, ""
+        mine = self._vectors([st.text])[0]
+        cosines = vectors @ mine
+        for i in np.argsort(-cosines)[:4]:
+            sentence = record[i]
+            if sentence == st.text:
+                continue
+            # Two sentences in the same frame about different things ("X is a South Korean boy group",
+            # "Y is a South Korean boy group") are no contradiction: only a near-copy is.
+            if _word_order_similarity(st.text, sentence) < NEAR_COPY:
+                continue
+            found = conflicts(st.text, sentence, capitals=mid_sentence_capitals([st.text, sentence]))
+            if found:
+                travels = any(sentence in text for text in travelling)
+                return (1.0 if travels else 0.6,
+                        f"CSCT: \"{_short(st.text)}\" contradicts \"{_short(sentence)}\": {found[0].describe()}")
+        return 0.0, ""
+
+    def _drift(self, trajectory: Trajectory, result: StageResult) -> float:
+        if not result.output.strip():
+            return 0.0
+        anchors = [trajectory.question, *(s.output for s in trajectory.stages[:result.index] if s.output.strip())]
+        matrix = self._vectors(anchors + [result.output])
+        closest = float(np.max(matrix[:-1] @ matrix[-1]))
+        floor = self.settings.drift_floor
+        return round(max(0.0, (floor - closest) / floor), 3) if closest < floor else 0.0
+
+    def _vectors(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.embedder.embed_passages(texts))
+
+    # --- CPM -------------------------------------------------------------------------------
+    def cpm(self, trajectory: Trajectory, result: StageResult, said: Sequence[Statement], support: float) -> Reading:
+        if result.kind is StageKind.FORMULATE:
+            return Reading(0.0)
+        calibrated = self.calibrated(trajectory, result, said)
+        margin = self.settings.confidence_margin
+        excess = result.confidence - calibrated
+        reasons, score = [], 0.0
+        if excess > margin:
+            score = min(1.0, (excess - margin) / 0.2)
+            reasons.append(f"CPM: confidence {result.confidence:.2f} where its upstream justifies {calibrated:.2f}")
+        gap = result.confidence - support
+        if gap > 6 * margin:
+            # Sure of what the consensus pool does not back (a fresh passage may be the only source: slack).
+            value = min(1.0, (gap - 6 * margin) / 0.3)
+            score = max(score, value)
+            reasons.append(f"CPM: confidence {result.confidence:.2f} while the pool backs {support:.2f}")
+        if result.kind is not StageKind.RETRIEVE:
+            for st in said:
+                dropped = hedges(source_sentence(st)) - hedges(st.text)
+                if dropped:
+                    score = max(score, 0.6)
+                    reasons.append(f"CPM: hedges dropped from its source: {', '.join(sorted(dropped))}")
+                    break
+        return Reading(round(score, 3), tuple(reasons), support=calibrated)
+
+    @staticmethod
+    def calibrated(trajectory: Trajectory, result: StageResult, said: Sequence[Statement]) -> float:
+        """The confidence a stage can pass on: no more than its weakest upstream stage, and for a
+        conclusion, times how much of its sub-question its statements and their sources answer."""
+        upstream = [s.confidence for s in trajectory.stages[:result.index] if s.kind is not StageKind.FORMULATE]
+        ceiling = min(upstream, default=1.0)
+        asked = set(content_words(result.inputs[-1])) if result.inputs else set()
+        if result.kind is not StageKind.REASON or not asked or not said:
+            return round(ceiling, 3)
+        answered = {w for st in said for w in content_words(st.text)}
+        answered |= {w for st in said if st.chunk is not None for w in content_words(st.chunk.title)}
+        return round(ceiling * len(asked & answered) / len(asked), 3)
+
+
+def _short(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

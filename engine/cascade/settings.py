@@ -1,0 +1,34 @@
+"""CHARM's knobs ([cascade] in config/engine.toml). Tuned on the HotpotQA dev half only."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .types import CascadeType
+
+# The paper's profiles: a cascade's type is the profile with the largest dot product with (a_sfv, a_csct, a_cpm).
+PROFILES: dict[CascadeType, tuple[float, float, float]] = {
+    CascadeType.RETRIEVAL: (0.6, 0.3, 0.1),
+    CascadeType.INFERENCE: (0.5, 0.5, 0.2),
+    CascadeType.CONTEXT_POISONING: (0.3, 0.7, 0.1),
+    CascadeType.CONFIDENCE_INFLATION: (0.1, 0.2, 0.7),
+}
+
+
+@dataclass(frozen=True)
+class CascadeSettings:
+    enabled: bool = True
+    w_sfv: float = 0.4            # CRT weights (the paper's)
+    w_csct: float = 0.4
+    w_cpm: float = 0.2
+    theta: float = 0.55           # CRT fires at p ≥ θ
+    # With the weights above no monitor fires alone; confidence inflation would never trigger. M2's
+    # gate fires on CPM by itself at this level and caps the stage's confidence at its support.
+    cpm_gate: float = 0.5
+    confidence_margin: float = 0.05   # confidence may exceed what its upstream and evidence justify by this much
+    drift_floor: float = 0.2          # cosine to the question and trajectory below which a stage has drifted
+    max_reruns: int = 1               # rollbacks per question before it halts for review
+    review_on_fire_tier: str = "high"     # at this tier (and above) a fired cascade also goes to human review
+
+    @property
+    def weights(self) -> tuple[float, float, float]:
+        return (self.w_sfv, self.w_csct, self.w_cpm)

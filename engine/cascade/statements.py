@@ -1,0 +1,60 @@
+"""What a stage states, as sentences the monitors can check: a retrieve stage's statements are the
+sentences of its top passages that answer its sub-question; other stages state their claims."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..stages.model import StageKind, StageResult
+from ..text import numbers, sentences
+from ..types import Chunk
+from ..verify.sentences import rank_sentences
+from ..verify.verifier import names
+
+TOP_PASSAGES = 3           # a retrieve stage's passages the next stage leans on most
+RANK_WEIGHT = (1.0, 0.6, 0.4)
+HEDGES = frozenset("""about approximately around reportedly allegedly possibly probably perhaps likely may might
+estimated roughly nearly almost some suggests suggested believed thought claimed rumoured rumored""".split())
+_WORDS = re.compile(r"[A-Za-z']+")
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str
+    chunk: Chunk | None        # the passage it comes from or cites (None: it cites nothing the stage holds)
+    weight: float              # how much the next stage leans on it (rank of its passage)
+
+
+def statements(result: StageResult) -> list[Statement]:
+    if result.kind is StageKind.RETRIEVE:
+        query = result.inputs[-1] if result.inputs else ""
+        out = []
+        for rank, chunk in enumerate(result.evidence[:TOP_PASSAGES]):
+            ranked = rank_sentences(query, [chunk])
+            if ranked:
+                out.append(Statement(ranked[0].text, chunk, RANK_WEIGHT[rank]))
+        return out
+    by_id = {c.id: c for c in result.evidence}
+    return [Statement(claim.text, next((by_id[c] for c in claim.citations if c in by_id), None), 1.0)
+            for claim in result.claims if claim.text.strip()]
+
+
+def facts(text: str) -> set[str]:
+    """The names and numbers a text states (what a cascade swaps)."""
+    return {n.lower() for n in names(text)} | numbers(text)
+
+
+def hedges(text: str) -> set[str]:
+    return {w.lower() for w in _WORDS.findall(text)} & HEDGES
+
+
+def source_sentence(statement: Statement) -> str:
+    """The sentence of its cited passage that a claim restates (for the hedges it may have dropped)."""
+    if statement.chunk is None:
+        return ""
+    ranked = rank_sentences(statement.text, [statement.chunk])
+    return ranked[0].text if ranked else ""
+
+
+def all_sentences(chunks) -> list[str]:
+    return list(dict.fromkeys(s for c in chunks for s in sentences(c.text)))
