@@ -52,7 +52,7 @@ class MainWindow(QMainWindow):
         self.approvals_panel = ApprovalsPanel(service)
         self.trust_panel = TrustPanel(service)
         self.alerts_panel = AlertsPanel(service)
-        self.cascade_panel = CascadePanel()      # θ: the panel's default until the engine's settings carry it
+        self.cascade_panel = CascadePanel(theta=service.cascade_threshold)
         self.ask_panel = AskPanel(service)
         self._service = service
         self.top_tabs = QTabWidget()

@@ -105,6 +105,11 @@ class EngineService(QObject):
         """The score below which the reputation book quarantines an agent on its own (engine settings)."""
         return self.reputation_settings.quarantine_floor
 
+    @property
+    def cascade_threshold(self) -> float:
+        """CHARM's trigger threshold θ (engine settings), drawn on the Cascade panel's plot."""
+        return self._engine.settings.cascade.theta
+
     # --- methods in ------------------------------------------------------------------------
     def start(self) -> asyncio.Task | None:
         if self._phase is not Phase.IDLE:

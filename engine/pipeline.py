@@ -20,11 +20,12 @@ from .cascade.monitors import Monitors
 from .events import CascadeResolved, CascadeScored, QuestionReceived
 from .generation.adjudicate import Decision, adjudicate
 from .registry import AgentRegistry, AgentView
+from .stages import steps
 from .stages.decompose import decompose
 from .stages.model import StageKind, StageResult, Trajectory
 from .stages.runner import Exclusions, StageRunner
-from .retrieval.secure import SecureRetrieval
-from .types import AgentKind, Answer, Chunk, Citation, Event, RiskTier, Role, Verdict
+from .retrieval.secure import RetrievalResult, SecureRetrieval
+from .types import AgentKind, Answer, Chunk, Citation, ContextChunk, Event, RiskTier, Role, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[object], None]   # engine.events types and generic Events
@@ -131,23 +132,24 @@ class Pipeline:
         self.emit(QuestionReceived(trace_id, question, tier, tiering.reason, self.clock()))
 
         monitor = self._monitor(trace_id)
-        state: dict[str, object] = {"outcomes": []}
+        hops = _Hops()
         decomposition = decompose(question)
-        steps = [self._formulate_step(question, decomposition),
-                 self._retrieve_step(question, tier, policy, trace_id, timings, state),
-                 self._synthesize_step(question, tier, policy, trace_id, timings, state)]
-        runner = StageRunner([monitor] if monitor else [], max_reruns=self.settings.cascade.max_reruns)
-        run = await runner.run(Trajectory(question, trace_id, decomposition), steps)
+        fetch = self._fetcher(question, tier, policy, trace_id, timings, hops)
+        plan = [steps.formulate(), *steps.hop_steps(decomposition, fetch, reason_single=False),
+                self._synthesize_step(question, tier, policy, trace_id, timings, hops)]
+        runner = StageRunner([monitor] if monitor else [], max_reruns=self.settings.cascade.max_reruns,
+                             offload=True)
+        run = await runner.run(Trajectory(question, trace_id, decomposition), plan)
         cascade = monitor.outcome(run) if monitor else None
         if cascade is not None:
             self.emit(CascadeResolved(cascade, trace_id, question, self.clock()))
-        report = state["report"]
-        decision = state.get("decision") if run.halted is None else None
-        outcomes = list(state["outcomes"])
+        report = hops.merged()
+        decision = hops.decision if run.halted is None else None
+        outcomes = hops.outcomes()
 
         if run.halted is not None:
             verdict, text, reason, citations = Verdict.ABSTAINED, "", f"held for review: {run.halted.reason}", ()
-            candidates = state["decision"].candidates if state.get("decision") is not None else ()
+            candidates = hops.decision.candidates if hops.decision is not None else ()
         elif decision is None:
             verdict, text, reason, candidates, citations = (
                 Verdict.NO_ANSWER, "", "no retriever returned usable evidence", (), ())
@@ -175,87 +177,126 @@ class Pipeline:
     def _monitor(self, trace_id: str) -> CascadeMonitor | None:
         if not self.settings.cascade.enabled:
             return None
-        report = lambda score: self.emit(CascadeScored(score, trace_id, self.clock()))   # noqa: E731
+        loop = asyncio.get_running_loop()
+        # The monitor runs on a worker thread (see StageRunner offload); listeners hear it on the loop.
+        report = lambda score: loop.call_soon_threadsafe(   # noqa: E731
+            self.emit, CascadeScored(score, trace_id, self.clock()))
         return CascadeMonitor(self.monitors, self.settings.cascade, report=report)
 
-    @staticmethod
-    def _formulate_step(question: str, decomposition):
-        async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
-            # Multi-hop plans are shown; the fleet still answers them in one hop (the staged multi-hop path
-            # runs in `eval cascade`).
-            plan = " | ".join(h.text for h in decomposition.hops)
-            return StageResult(StageKind.FORMULATE, 0, 0, (question,), plan, confidence=1.0, agents=("engine",),
-                               note=f"{decomposition.shape.value}: {decomposition.reason}")
-        return step
-
-    def _retrieve_step(self, question, tier, policy, trace_id, timings, state):
-        async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
+    def _fetcher(self, question, tier, policy, trace_id, timings, hops: "_Hops") -> steps.Fetch:
+        """Retrieval for one (sub-)question: fan-out to the retrievers, then secure retrieval."""
+        async def fetch(query: str, index: int, exclusions: Exclusions) -> steps.Fetched:
             started = time.perf_counter()
-            query = exclusions.queries.get(len(trajectory.stages)) or question
             retrievers = [v for v in self._pick(Role.RETRIEVER, policy.retrievers, tier, trace_id)
                           if v.spec.id not in exclusions.agents]
-            reputations = self._reputations()
             k = self.settings.retrieval.k_per_agent
             retrieved = await self._fan_out(trace_id, retrievers, lambda v: self.client.retrieve(
                 v.spec, v.url, query, k, trace_id))
-            timings["retrieve"] = _ms(started)
+            timings["retrieve"] = timings.get("retrieve", 0.0) + _ms(started)
             started = time.perf_counter()
             replies = {r.outcome.agent_id: [c for c in r.value if not exclusions.excludes(c.id, c.text)]
                        for r in retrieved if r.value is not None}
             kinds = {v.spec.id: v.spec.backend or v.spec.kind.value for v in retrievers}
             # CPU work (embedding, clustering) runs off the loop so the console stays responsive.
-            report = await asyncio.to_thread(self.secure.run, question, replies, kinds=kinds,
-                                             mode=policy.retrieval_mode, reputations=reputations)
-            timings["secure_retrieval"] = _ms(started)
-            self._event("retrieval.merged", trace_id, context=[c.chunk.id for c in report.context],
+            report = await asyncio.to_thread(self.secure.run, query, replies, kinds=kinds,
+                                             mode=policy.retrieval_mode, reputations=self._reputations())
+            timings["secure_retrieval"] = timings.get("secure_retrieval", 0.0) + _ms(started)
+            self._event("retrieval.merged", trace_id, query=query, context=[c.chunk.id for c in report.context],
                         excluded=[(c.chunk.id, c.explanation.flags if c.explanation else ()) for c in report.excluded],
                         suspects=[(x.agent_id, x.reason) for x in report.suspects], fallback=report.fallback)
-            state["report"], state["outcomes"] = report, [r.outcome for r in retrieved]
+            hops.retrieved(index, report, [r.outcome for r in retrieved])
             context = tuple(c.chunk for c in report.context)
-            support = tuple(c.explanation.support_share if c.explanation else 0.0 for c in report.context)
-            confidence = round(sum(support) / len(support), 3) if support else 0.0
-            return StageResult(StageKind.RETRIEVE, 1, 0, (question, query), f"{len(context)} passages in the context",
-                               evidence=context, support=support,
-                               corroborated=() if report.fallback else context,
-                               candidates=tuple({c.text: c for chunks in replies.values() for c in chunks}.values()),
-                               confidence=confidence, agents=tuple(replies))
-        return step
+            return steps.Fetched(
+                forwarded=context,
+                support=tuple(c.explanation.support_share if c.explanation else 0.0 for c in report.context),
+                # Single-agent passages used as a fallback are nobody's consensus.
+                corroborated=() if report.fallback else context,
+                candidates=tuple({c.text: c for chunks in replies.values() for c in chunks}.values()),
+                agents=tuple(replies), note="fallback: no passage had a quorum" if report.fallback else "")
+        return fetch
 
-    def _synthesize_step(self, question, tier, policy, trace_id, timings, state):
+    def _synthesize_step(self, question, tier, policy, trace_id, timings, hops: "_Hops"):
         async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
-            report = state["report"]
-            state["decision"] = None
-            upstream = trajectory.stages[-1].confidence if trajectory.stages else 1.0
-            if not report.context:
-                return StageResult(StageKind.SYNTHESIZE, 2, 0, (question,), "", confidence=0.0,
+            index = len(trajectory.stages)
+            hops.decision = None
+            context_chunks = hops.context_for(trajectory)
+            upstream = steps.upstream(trajectory)
+            if not context_chunks:
+                return StageResult(StageKind.SYNTHESIZE, index, 0, (question,), "", confidence=0.0,
                                    note="no usable evidence")
             started = time.perf_counter()
             generators = [v for v in self._pick(Role.GENERATOR, policy.generators, tier, trace_id)
                           if v.spec.id not in exclusions.agents]
-            context = tuple(c.chunk for c in report.context)
+            context = tuple(c.chunk for c in context_chunks)
             generated = await self._fan_out(trace_id, generators, lambda v: self.client.generate(
                 v.spec, v.url, question, context, trace_id))
             timings["generate"] = _ms(started)
-            state["outcomes"] = list(state["outcomes"]) + [r.outcome for r in generated]
+            hops.generated = [r.outcome for r in generated]
             started = time.perf_counter()
             decision = await adjudicate(question, {r.outcome.agent_id: r.value for r in generated
                                                    if r.value is not None},
-                                        report.context, self.settings.generation, self._verifier(tier),
+                                        context_chunks, self.settings.generation, self._verifier(tier),
                                         embedder=self.secure.embedder, reputations=self._reputations(),
                                         trace_id=trace_id)
             decision = await self._challenge(decision, question, context, trace_id)
             timings["adjudicate"] = _ms(started)
-            state["decision"] = decision
+            hops.decision = decision
             chosen = decision.chosen
             if chosen is None:
-                return StageResult(StageKind.SYNTHESIZE, 2, 0, (question,), "", evidence=context,
+                return StageResult(StageKind.SYNTHESIZE, index, 0, (question,), "", evidence=context,
                                    confidence=0.0, note=decision.verdict.value)
             # The answer is no surer than the evidence it came through and the support it earned.
             confidence = round(min(upstream, chosen.generation.confidence or 1.0, chosen.support_rate), 3)
-            return StageResult(StageKind.SYNTHESIZE, 2, 0, (question,), chosen.generation.answer,
+            return StageResult(StageKind.SYNTHESIZE, index, 0, (question,), chosen.generation.answer,
                                claims=chosen.generation.claims, evidence=context, confidence=confidence,
                                agents=(chosen.agent_id,), note=decision.verdict.value)
         return step
+
+
+class _Hops:
+    """What the stages of one question produced beyond their stage results: secure retrieval's
+    report per retrieve stage, the agent calls, the adjudication."""
+
+    def __init__(self) -> None:
+        self.reports: dict[int, RetrievalResult] = {}
+        self.calls: dict[int, list] = {}
+        self.generated: list = []
+        self.decision: Decision | None = None
+
+    def retrieved(self, index: int, report: RetrievalResult, calls: list) -> None:
+        self.reports[index] = report
+        self.calls[index] = calls
+
+    def _current(self, trajectory: Trajectory | None = None) -> list[RetrievalResult]:
+        if trajectory is None:
+            return [self.reports[i] for i in sorted(self.reports)]
+        return [self.reports[s.index] for s in trajectory.stages
+                if s.kind is StageKind.RETRIEVE and s.index in self.reports]
+
+    def context_for(self, trajectory: Trajectory) -> tuple[ContextChunk, ...]:
+        """Every hop's safe context (latest run of each retrieve stage), deduplicated, hop order."""
+        seen: dict[str, ContextChunk] = {}
+        for report in self._current(trajectory):
+            for c in report.context:
+                seen.setdefault(c.chunk.text, c)
+        return tuple(seen.values())
+
+    def merged(self) -> RetrievalResult:
+        reports = self._current()
+        if not reports:
+            return RetrievalResult((), (), (), (), (), {}, "full", False)
+        seen: dict[str, ContextChunk] = {}
+        for report in reports:
+            for c in report.context:
+                seen.setdefault(c.chunk.text, c)
+        return RetrievalResult(tuple(seen.values()), tuple(c for r in reports for c in r.excluded),
+                               tuple(d for r in reports for d in r.dropped),
+                               tuple({s.agent_id: s for r in reports for s in r.suspects}.values()),
+                               tuple(p for r in reports for p in r.positions), reports[-1].agreement,
+                               reports[-1].mode, any(r.fallback for r in reports))
+
+    def outcomes(self) -> list:
+        return [o for i in sorted(self.calls) for o in self.calls[i]] + list(self.generated)
 
 
 def _ms(started: float) -> float:

@@ -19,11 +19,10 @@ from ..agents.retrievers import BM25Retriever, DenseRetriever, TfidfRetriever, T
 from ..cascade.monitor import CascadeMonitor
 from ..cascade.types import CascadeOutcome, CascadeType
 from ..corpus import Corpus
-from ..stages.decompose import decompose, fill
-from ..stages.model import Decomposition, QuestionShape, StageKind, StageResult, Trajectory
-from ..stages.reasoning import conclude
+from ..stages import steps
+from ..stages.decompose import decompose
+from ..stages.model import Decomposition, StageKind, StageResult, Trajectory
 from ..stages.runner import Exclusions, RunOutcome, StageRunner
-from ..stages.tools import compare
 from ..types import Chunk, Claim
 from .attacks import seeded
 from .cascade_data import CascadeRecord
@@ -78,121 +77,71 @@ class _Steps:
 
     def plan(self):
         d = self.run.decomposition
-        steps = [self.formulate]
-        for sub in d.hops:
-            steps += [self._retrieve(sub.hop), self._reason(sub.hop)]
-        if d.shape is QuestionShape.COMPARISON:
-            steps.append(self.tool)
-        steps.append(self.synthesize)
-        return steps
+        agent = lambda ex: HONEST_REASONER if FAULTY_REASONER in ex.agents else FAULTY_REASONER   # noqa: E731
+        return [steps.formulate("planner"), *steps.hop_steps(d, self.fetch, self.corrupt, agent), self.synthesize]
 
     def _injecting(self, index: int, agent: str, ex: Exclusions) -> bool:
-        return (self.injection is not None and self.injection.stage == index and agent not in ex.agents)
+        return self.injection is not None and self.injection.stage == index and agent not in ex.agents
 
-    # --- stages ---------------------------------------------------------------------------
-    async def formulate(self, t: Trajectory, ex: Exclusions) -> StageResult:
-        d = t.decomposition
-        return StageResult(StageKind.FORMULATE, 0, 0, (t.question,), " | ".join(h.text for h in d.hops),
-                           confidence=1.0, agents=("planner",), note=d.reason)
+    def _rng(self):
+        return seeded("cascade", self.record.id, self.injection.kind.value, self.injection.seed)
 
-    def _sub_question(self, t: Trajectory, hop: int) -> str:
-        sub = t.decomposition.hops[hop]
-        bridges = {s.hop: s.note for s in t.stages if s.kind is StageKind.REASON and s.note}
-        return fill(sub, bridges)
+    async def fetch(self, query: str, index: int, ex: Exclusions) -> steps.Fetched:
+        lists: dict[str, list[Chunk]] = {}
+        for agent, retriever in self.run.retrievers.items():
+            if agent in ex.agents:
+                continue
+            found = [c for c in retriever.retrieve(query, K_PER_RETRIEVER + len(ex.passages))
+                     if not ex.excludes(c.id, c.text)]
+            lists[agent] = found[:K_PER_RETRIEVER]
+        fused = _fuse(lists)
+        forwarded = [c for c, _ in fused[:FORWARD]]
+        support = [share for _, share in fused[:FORWARD]]
+        if forwarded and self._injecting(index, FAULTY_RETRIEVER, ex) and \
+                self.injection.kind in (CascadeType.RETRIEVAL, CascadeType.CONTEXT_POISONING):
+            bad = counterfactual(forwarded[0], query, self.record.paragraphs, self.record.poison, self._rng(),
+                                 use_poison=self.injection.kind is CascadeType.RETRIEVAL)
+            if bad is not None and not ex.excludes(bad.id, bad.text):
+                self.took_effect = True
+                lists[FAULTY_RETRIEVER] = [bad, *lists.get(FAULTY_RETRIEVER, [])][:K_PER_RETRIEVER]
+                share = 1 / max(1, len(lists))
+                if self.injection.kind is CascadeType.RETRIEVAL:      # the top passage replaced
+                    forwarded, support = [bad, *forwarded[1:]], [share, *support[1:]]
+                else:                                                 # a near-copy put above it
+                    forwarded, support = [bad, *forwarded[:FORWARD - 1]], [share, *support[:FORWARD - 1]]
+        counts = _counts(lists)
+        return steps.Fetched(tuple(forwarded), tuple(round(x, 3) for x in support),
+                             tuple(c for c, n in counts.values() if n >= 2), tuple(c for c, _ in counts.values()),
+                             tuple(lists))
 
-    def _retrieve(self, hop: int):
-        async def step(t: Trajectory, ex: Exclusions) -> StageResult:
-            index = len(t.stages)
-            query = ex.queries.get(index) or self._sub_question(t, hop)
-            lists: dict[str, list[Chunk]] = {}
-            for agent, retriever in self.run.retrievers.items():
-                if agent in ex.agents:
-                    continue
-                found = [c for c in retriever.retrieve(query, K_PER_RETRIEVER + len(ex.passages))
-                         if not ex.excludes(c.id, c.text)]
-                lists[agent] = found[:K_PER_RETRIEVER]
-            fused = _fuse(lists)
-            forwarded = [c for c, _ in fused[:FORWARD]]
-            support = [s for _, s in fused[:FORWARD]]
-            if forwarded and self._injecting(index, FAULTY_RETRIEVER, ex) and \
-                    self.injection.kind in (CascadeType.RETRIEVAL, CascadeType.CONTEXT_POISONING):
-                rng = seeded("cascade", self.record.id, self.injection.kind.value, self.injection.seed)
-                bad = counterfactual(forwarded[0], query, self.record.paragraphs, self.record.poison, rng,
-                                     use_poison=self.injection.kind is CascadeType.RETRIEVAL)
-                if bad is not None and not ex.excludes(bad.id, bad.text):
-                    self.took_effect = True
-                    lists[FAULTY_RETRIEVER] = [bad, *lists.get(FAULTY_RETRIEVER, [])][:K_PER_RETRIEVER]
-                    share = 1 / max(1, len(lists))
-                    if self.injection.kind is CascadeType.RETRIEVAL:
-                        forwarded, support = [bad, *forwarded[1:]], [share, *support[1:]]
-                    else:
-                        forwarded, support = [bad, *forwarded[:FORWARD - 1]], [share, *support[:FORWARD - 1]]
-            counts = _counts(lists)
-            pool = tuple(c for c, n in counts.values() if n >= 2)
-            candidates = tuple(c for c, _ in counts.values())
-            upstream = _upstream(t)
-            # Confidence in what it forwards: how many sources agree on it (independent of the monitors).
-            local = sum(support) / len(support) if support else 0.0
-            return StageResult(StageKind.RETRIEVE, index, hop, (t.question, query),
-                               "; ".join(c.title or c.id for c in forwarded), evidence=tuple(forwarded),
-                               support=tuple(round(s, 3) for s in support), corroborated=pool, candidates=candidates,
-                               confidence=round(upstream * local, 3), agents=tuple(lists))
-        return step
-
-    def _reason(self, hop: int):
-        async def step(t: Trajectory, ex: Exclusions) -> StageResult:
-            index = len(t.stages)
-            query = self._sub_question(t, hop)
-            retrieved = t.last(StageKind.RETRIEVE, hop)
-            evidence = retrieved.evidence if retrieved else ()
-            found = conclude(query, evidence, t.question)
-            agent = HONEST_REASONER if FAULTY_REASONER in ex.agents else FAULTY_REASONER
-            claim, bridge, local = found.claim, found.bridge, found.local_confidence
-            confidence = round(_upstream(t) * local, 3)
-            if claim is not None and self._injecting(index, FAULTY_REASONER, ex):
-                rng = seeded("cascade", self.record.id, self.injection.kind.value, self.injection.seed)
-                if self.injection.kind is CascadeType.INFERENCE:
-                    chunk = next(c for c in evidence if c.id == claim.citations[0])
-                    wrong = wrong_inference(claim.text, chunk.title, query, self.record.paragraphs, rng)
-                    if wrong is not None:
-                        self.took_effect = True
-                        claim, bridge = Claim(wrong[0], claim.citations), wrong[1]
-                elif self.injection.kind is CascadeType.CONFIDENCE_INFLATION:
-                    inflated = round(min(1.0, confidence + self.injection.boost), 3)
-                    stripped = strip_hedges(claim.text)
-                    # A stage already near certain cannot be inflated: that record is not counted as injected.
-                    self.took_effect = inflated - confidence >= MIN_INFLATION or stripped != claim.text
-                    claim, confidence = Claim(stripped, claim.citations), inflated
-            claims = (claim,) if claim else ()
-            output = claim.text if claim else ""
-            return StageResult(StageKind.REASON, index, hop, (query,), output, claims=claims, evidence=tuple(evidence),
-                               confidence=confidence, agents=(agent,), note=bridge)
-        return step
-
-    async def tool(self, t: Trajectory, ex: Exclusions) -> StageResult:
-        hops = t.decomposition.hops
-        findings = [(h.entity or h.text, (t.last(StageKind.REASON, h.hop).output if t.last(StageKind.REASON, h.hop)
-                                          else "")) for h in hops]
-        result = compare(t.question, findings)
-        return StageResult(StageKind.TOOL, len(t.stages), 0, tuple(f for _, f in findings), result.output,
-                           confidence=_upstream(t), agents=("calculator",), note=result.used)
+    def corrupt(self, honest: StageResult, ex: Exclusions) -> StageResult:
+        """The faulty reasoner's version of a reason stage (only where the injection is, and only while it works)."""
+        if not self._injecting(honest.index, FAULTY_REASONER, ex) or not honest.claims:
+            return honest
+        claim = honest.claims[0]
+        if self.injection.kind is CascadeType.INFERENCE:
+            chunk = next(c for c in honest.evidence if c.id == claim.citations[0])
+            wrong = wrong_inference(claim.text, chunk.title, honest.inputs[0], self.record.paragraphs, self._rng())
+            if wrong is None:
+                return honest
+            self.took_effect = True
+            bad = Claim(wrong[0], claim.citations)
+            return dataclasses.replace(honest, claims=(bad,), output=bad.text, note=wrong[1])
+        if self.injection.kind is CascadeType.CONFIDENCE_INFLATION:
+            inflated = round(min(1.0, honest.confidence + self.injection.boost), 3)
+            stripped = strip_hedges(claim.text)
+            # A stage already near certain cannot be inflated: that record is not counted as injected.
+            self.took_effect = inflated - honest.confidence >= MIN_INFLATION or stripped != claim.text
+            bad = Claim(stripped, claim.citations)
+            return dataclasses.replace(honest, claims=(bad,), output=bad.text, confidence=inflated)
+        return honest
 
     async def synthesize(self, t: Trajectory, ex: Exclusions) -> StageResult:
-        reasons = [s for s in t.stages if s.kind is StageKind.REASON]
-        last_hop = max((s.hop for s in reasons), default=0)
-        claims = tuple(c for s in reasons if s.hop == last_hop or t.decomposition.shape is QuestionShape.COMPARISON
-                       for c in s.claims)
+        claims = steps.conclusions(t)
         tool = t.last(StageKind.TOOL)
         answer = tool.output if tool is not None and tool.output else " ".join(c.text for c in claims)
-        evidence = tuple({c.text: c for s in reasons for c in s.evidence}.values())
         return StageResult(StageKind.SYNTHESIZE, len(t.stages), 0, (t.question,), answer, claims=claims,
-                           evidence=evidence, confidence=_upstream(t), agents=("synthesizer",))
-
-
-def _upstream(t: Trajectory) -> float:
-    """The latest stage's confidence: along a chain of evidence, confidence can only be passed on or lost."""
-    previous = [s.confidence for s in t.stages if s.kind is not StageKind.FORMULATE]
-    return previous[-1] if previous else 1.0
+                           evidence=steps.hop_context(t), confidence=steps.upstream(t), agents=("synthesizer",))
 
 
 def _fuse(lists: dict[str, list[Chunk]]) -> list[tuple[Chunk, float]]:

@@ -60,7 +60,21 @@ def observations(answer: Answer, *, local_verifier: str = LOCAL_VERIFIER) -> lis
     _retrieval(answer, ledger)
     _generation(answer, ledger)
     _verification(answer, ledger, local_verifier)
+    _cascade(answer, ledger)
     return ledger.observations(answer.trace_id, answer)
+
+
+def _cascade(answer: Answer, ledger: _Ledger) -> None:
+    """A cascade the monitor traced to a generator's answer (the synthesize stage fired) counts against
+    that generator; the monitors are the engine's own checks against the consensus pool. Retrieval-side
+    cascades are left to secure retrieval's suspects, which name the retriever that sent the passage."""
+    if answer.cascade is None or not answer.cascade.fired:
+        return
+    generators = {o.agent_id for o in answer.agents if o.role is Role.GENERATOR and o.status is CallStatus.OK}
+    blamed = {agent for score in answer.cascade.scores if score.fired and score.stage.value == "synthesize"
+              for agent in score.suspect_agents if agent in generators}
+    for agent in sorted(blamed):
+        ledger.add(agent, Role.GENERATOR, EvidenceReason.CASCADE_SOURCE, engine_checked=True, witnesses=frozenset())
 
 
 def agreement(answer: Answer) -> dict[str, bool]:

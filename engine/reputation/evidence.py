@@ -23,6 +23,7 @@ class EvidenceReason(str, enum.Enum):
     CHALLENGE_FAILED = "challenge_failed"
     CONTRADICTED_BY_CHOSEN = "contradicted_by_chosen"
     CITED_UNKNOWN = "cited_unknown"                  # cited a chunk id that is not in the context it was given
+    CASCADE_SOURCE = "cascade_source"                # the cascade monitor traced a fired cascade to its answer
     # verification
     VOTE_AGREED = "vote_agreed"
     VOTE_OUTVOTED = "vote_outvoted"

@@ -8,6 +8,7 @@ exclusions re-derives everything after it.
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass, field
@@ -55,9 +56,11 @@ class RunOutcome:
 class StageRunner:
     """max_reruns bounds the rollbacks of one question: a cascade that survives them halts."""
 
-    def __init__(self, observers: Sequence[StageObserver], max_reruns: int = 1) -> None:
+    def __init__(self, observers: Sequence[StageObserver], max_reruns: int = 1, *, offload: bool = False) -> None:
+        """offload: observers run on a worker thread (their checks are CPU work; the console's loop stays free)."""
         self.observers = list(observers)
         self.max_reruns = max_reruns
+        self.offload = offload
 
     async def run(self, trajectory: Trajectory, steps: Sequence[Step],
                   exclusions: Exclusions = Exclusions()) -> RunOutcome:
@@ -71,7 +74,8 @@ class StageRunner:
             if index in exclusions.caps and result.confidence > exclusions.caps[index]:
                 result = dataclasses.replace(result, confidence=exclusions.caps[index])
             trajectory = trajectory.with_stage(result)
-            intervention = self._observe(trajectory, result)
+            intervention = (await asyncio.to_thread(self._observe, trajectory, result) if self.offload
+                            else self._observe(trajectory, result))
             if intervention is None:
                 index += 1
                 continue

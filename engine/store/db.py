@@ -195,7 +195,18 @@ class Store:
                                 "kept_out": [c.chunk.id for c in answer.excluded
                                              if c.explanation and c.explanation.flags],
                                 "suspects": [s.agent_id for s in answer.suspects],
-                                "challenges": {c.agent_id: c.challenge for c in answer.candidates if c.challenge}})
+                                "challenges": {c.agent_id: c.challenge for c in answer.candidates if c.challenge},
+                                "stages": [s.kind.value for s in answer.stages]})
+            cascade = answer.cascade
+            if cascade is not None and cascade.fired:
+                self._append_audit(answer.trace_id, "charm", "cascade.fired",
+                                   {"stage": cascade.stage, "type": cascade.cascade_type.value if cascade.cascade_type
+                                    else None, "mitigation": cascade.mitigation.value, "resolved": cascade.resolved,
+                                    "reason": cascade.reason,
+                                    "scores": [{"index": x.index, "stage": x.stage.value, "attempt": x.attempt,
+                                                "sfv": x.a_sfv, "csct": x.a_csct, "cpm": x.a_cpm, "p": x.p,
+                                                "fired": x.fired, "suspect_passages": list(x.suspect_passages),
+                                                "suspect_agents": list(x.suspect_agents)} for x in cascade.scores]})
             return also() if also else None
         return self._transaction(write)
 

@@ -16,7 +16,7 @@ from engine.cascade.monitors import Monitors
 from engine.cascade.settings import CascadeSettings
 from engine.cascade.statements import statements
 from engine.cascade.trigger import trigger
-from engine.cascade.types import CascadeType, Mitigation
+from engine.cascade.types import CascadeOutcome, CascadeType, Mitigation, StageScore
 from engine.stages.model import (Decomposition, InterventionKind, QuestionShape, StageKind, StageResult,
                                  SubQuestion, Trajectory)
 from engine.stages.reasoning import conclude
@@ -354,3 +354,24 @@ def test_compare_returns_nothing_when_it_cannot_compute():
     assert compare("Who is older, Annie Morton or Terry Richardson?", [MORTON, no_year]).output == ""
     assert compare("Who is older, Annie Morton or Terry Richardson?", [MORTON]).used == ""
     assert compare("Who directed Sinister?", [MORTON, RICHARDSON]).output == ""
+
+
+def test_a_cascade_traced_to_a_generator_is_evidence_against_it_and_only_it():
+    from engine.reputation.answer_evidence import observations
+    from engine.reputation.evidence import EvidenceReason
+    from engine.types import AgentOutcome, Answer, CallStatus, RiskTier, Role, Verdict
+    fired = StageScore(index=2, stage=StageKind.SYNTHESIZE, hop=0, a_sfv=1.0, a_csct=1.0, a_cpm=0.0, p=0.8,
+                       fired=True, cascade_type=CascadeType.INFERENCE, suspect_agents=("gen-a",))
+    calm = StageScore(index=1, stage=StageKind.RETRIEVE, hop=0, a_sfv=0.0, a_csct=0.0, a_cpm=0.0, p=0.0, fired=False)
+    outcome = CascadeOutcome(True, 2, CascadeType.INFERENCE, Mitigation.PARALLEL_VERIFIER, scores=(calm, fired))
+    agents = tuple(AgentOutcome(a, Role.GENERATOR, CallStatus.OK, 5.0) for a in ("gen-a", "gen-b"))
+
+    def answer(cascade):
+        return Answer("t1", "q", RiskTier.MEDIUM, Verdict.ANSWERED, "", "", (), agents, (), (), {}, 0.0,
+                      cascade=cascade)
+
+    blamed = {o.agent_id: o for o in observations(answer(outcome))}
+    assert blamed["gen-a"].bad == 1 and EvidenceReason.CASCADE_SOURCE in blamed["gen-a"].reasons
+    assert blamed["gen-a"].engine_checked
+    assert "gen-b" not in blamed or EvidenceReason.CASCADE_SOURCE not in blamed["gen-b"].reasons
+    assert "gen-a" not in {o.agent_id for o in observations(answer(None))}

@@ -129,3 +129,32 @@ async def test_the_decision_audit_event_records_suspects_kept_out_passages_and_c
     assert payload["tier_reason"] == answer.tier_reason and "default" in answer.tier_reason
     assert payload["suspects"] == ["ret-rogue"] and payload["kept_out"]
     assert payload["challenges"]["gen-liar"].startswith("failed")
+
+
+async def test_a_comparison_question_runs_stage_by_stage_and_the_cascade_monitor_scores_every_boundary(
+        small_fleet_file, db_path, cache_dir):
+    import json
+    from engine.events import CascadeResolved, CascadeScored
+    from engine.stages.model import StageKind
+    events = []
+    async with Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
+        engine.subscribe(events.append)
+        answer = await engine.ask("Was Titan or Phobos discovered first?", RiskTier.MEDIUM)
+        row = engine.store.db.conn.execute(
+            "SELECT payload FROM audit WHERE trace_id = ? AND type = 'question.decided'", [answer.trace_id]).fetchone()
+    kinds = [s.kind for s in answer.stages]
+    assert kinds[0] is StageKind.FORMULATE and kinds[-1] is StageKind.SYNTHESIZE
+    # One retrieval and one conclusion per compared entity, then the comparison tool.
+    assert [s.kind for s in answer.stages if s.attempt == 0][1:6] == [
+        StageKind.RETRIEVE, StageKind.REASON, StageKind.RETRIEVE, StageKind.REASON, StageKind.TOOL]
+    queries = [s.inputs[-1] for s in answer.stages if s.kind is StageKind.RETRIEVE]
+    assert any("Titan" in q and "Phobos" not in q for q in queries)
+    assert any("Phobos" in q and "Titan" not in q for q in queries)
+    # Every boundary was scored live, and the outcome arrived once, on the answer too.
+    scored = [e.score for e in events if isinstance(e, CascadeScored) and e.trace_id == answer.trace_id]
+    assert len(scored) == len(answer.stages)
+    assert [s.index for s in scored] == [s.index for s in answer.stages]
+    resolved = [e for e in events if isinstance(e, CascadeResolved) and e.trace_id == answer.trace_id]
+    assert len(resolved) == 1 and resolved[0].outcome == answer.cascade
+    assert all(0.0 <= s.p <= 1.0 for s in answer.cascade.scores)
+    assert json.loads(row[0])["stages"] == [k.value for k in kinds]
