@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from ..stages.model import StageKind, StageResult, Trajectory
-from ..text import content_words
+from ..stages.reasoning import conclude
+from ..text import content_words, overlap
 from ..types import ClaimLabel
 from ..verify.alignment import conflicts, mid_sentence_capitals
 from ..verify.verifier import EvidenceVerifier, _word_order_similarity
@@ -89,8 +90,14 @@ class Monitors:
         pooled = {c.text for c in trajectory.pool}
         worst, reasons, suspects = 0.0, [], []
         vectors = self._vectors(record) if record else None
+        query = result.inputs[-1] if result.inputs else trajectory.question
+        pool = trajectory.pool
         for st in said:
             score, why = self._contradiction(st, record, vectors, travelling)
+            if score < 1.0 and st.chunk is not None and st.chunk.text not in pooled and pool:
+                other, reason = _against_consensus(st, query, pool, trajectory.question)
+                if other > score:
+                    score, why = other, reason
             # Names or numbers the trajectory has never seen: where did the stage get them? A retrieved
             # passage may bring new facts (that is its job) once another source returned it too.
             own_pooled = st.chunk is not None and st.chunk.text in pooled
@@ -183,6 +190,22 @@ class Monitors:
         answered = {w for st in said for w in content_words(st.text)}
         answered |= {w for st in said if st.chunk is not None for w in content_words(st.chunk.title)}
         return round(ceiling * len(asked & answered) / len(asked), 3)
+
+
+def _against_consensus(st: Statement, query: str, pool, question: str) -> tuple[float, str]:
+    """A statement from a passage no second source returned, set beside what the corroborated passages
+    conclude for the same (sub-)question: if they conclude something else, the trajectory is about to
+    rest on the one source that disagrees with the rest."""
+    consensus = conclude(query, pool, question)
+    if consensus.claim is None:
+        return 0.0, ""
+    asked = set(content_words(query)) | set(content_words(question))
+    theirs = set(content_words(consensus.claim.text)) - asked
+    ours = set(content_words(st.text)) - asked
+    if not theirs or not ours or overlap(theirs, ours) >= 0.3:
+        return 0.0, ""
+    return 1.0, (f"CSCT: rests on one source's \"{_short(st.text)}\" where the corroborated passages conclude "
+                 f"\"{_short(consensus.claim.text)}\"")
 
 
 def _short(text: str, limit: int = 90) -> str:

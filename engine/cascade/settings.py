@@ -23,7 +23,7 @@ class CascadeSettings:
     theta: float = 0.55           # CRT fires at p ≥ θ
     # With the weights above no monitor fires alone; confidence inflation would never trigger. M2's
     # gate fires on CPM by itself at this level and caps the stage's confidence at its support.
-    cpm_gate: float = 0.5
+    cpm_gate: float = 0.3
     confidence_margin: float = 0.05   # confidence may exceed what its upstream and evidence justify by this much
     drift_floor: float = 0.2          # cosine to the question and trajectory below which a stage has drifted
     max_reruns: int = 1               # rollbacks per question before it halts for review

@@ -19,6 +19,7 @@ Metrics (each counts one thing):
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -219,9 +220,28 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 3) if whole else None
 
 
+THETAS = (0.35, 0.45, 0.5, 0.55, 0.6, 0.65, 0.75)
+GATES = (0.2, 0.3, 0.5, 0.7, 1.01)
+
+
+def sweep(rows: Sequence[Row], settings: CascadeSettings) -> dict:
+    """Detection and false positives as θ and the confidence gate move (the other held at its setting);
+    a gate of 1.01 never fires, which is the paper's trigger alone."""
+    out = {"theta": {}, "cpm_gate": {}}
+    for theta in THETAS:
+        found = metrics(rows, dataclasses.replace(settings, theta=theta))
+        out["theta"][str(theta)] = {"cdr": found["cdr"], "fpr": found["fpr"]}
+    for gate in GATES:
+        found = metrics(rows, dataclasses.replace(settings, cpm_gate=gate))
+        out["cpm_gate"][str(gate)] = {"cdr": found["cdr"], "fpr": found["fpr"],
+                                      "confidence_inflation_cdr": found["by_type"]["confidence_inflation"]["cdr"]}
+    return out
+
+
 def groups(rows: Sequence[Row], settings: CascadeSettings, timing: tuple[float, float]) -> dict:
     """The issue's JSON for all rows, then per data set and split (HotpotQA dev is where it was tuned)."""
     out = summary(rows, settings, timing)
+    out["sweep_hotpotqa_dev"] = sweep([r for r in rows if r.dataset == "hotpotqa" and r.split == "dev"], settings)
     out["groups"] = {}
     for dataset in sorted({r.dataset for r in rows}):
         for split in ("dev", "test"):

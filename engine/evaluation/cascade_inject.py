@@ -52,7 +52,9 @@ def swap_fact(sentence: str, pool_texts: Sequence[str], avoid: str, rng: random.
     """(old, new, kind): a name in the sentence swapped for another name of the paragraphs with as many
     words, or a year or number changed; None when the sentence states neither."""
     asked = set(content_words(avoid))
-    own = [n for n in names(sentence) if not set(content_words(n)) <= asked and _pattern(n).search(sentence)]
+    # In the sentence's order (names() is a set): the same seed draws the same swap in every process.
+    own = sorted((n for n in names(sentence) if not set(content_words(n)) <= asked and _pattern(n).search(sentence)),
+                 key=lambda n: (sentence.find(n), n))
     if own:
         old = rng.choice(own)
         width = len(old.split())

@@ -55,6 +55,17 @@ def markdown(data: dict) -> str:
                      + " |")
     lines += ["", f"Overhead per stage: {data['overhead_ms_per_stage_mean']} ± {data['overhead_ms_per_stage_sd']} ms",
               "", "![detection by type](" + Path(data.get("_svg", "cascade.svg")).name + ")", ""]
+    swept = data.get("sweep_hotpotqa_dev")
+    if swept:
+        lines += ["## Calibration sweep (hotpotqa/dev, where θ and the gate were chosen)", "",
+                  "| θ | " + " | ".join(swept["theta"]) + " |", "|---|" + "---|" * len(swept["theta"]),
+                  "| cdr / fpr | " + " | ".join(f"{_f(v['cdr'])} / {_f(v['fpr'])}" for v in swept["theta"].values())
+                  + " |", "",
+                  "| confidence gate | " + " | ".join(swept["cpm_gate"]) + " |",
+                  "|---|" + "---|" * len(swept["cpm_gate"]),
+                  "| cdr / fpr / confidence-inflation cdr | " + " | ".join(
+                      f"{_f(v['cdr'])} / {_f(v['fpr'])} / {_f(v['confidence_inflation_cdr'])}"
+                      for v in swept["cpm_gate"].values()) + " |", ""]
     decomposition = data.get("decomposition")
     if decomposition:
         lines += ["## Query formulation (decomposition against gold)", "", "```",
