@@ -96,7 +96,7 @@ def output_level_fires(result: RunResult, verifier: EvidenceVerifier) -> bool:
 
 
 def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSettings, *,
-            progress: Progress | None = None, seed: int = 0) -> Collected:
+            progress: Progress | None = None, seed: int = 0, variant: str = "standard") -> Collected:
     monitors = Monitors(embedder, settings)
     baseline = EvidenceVerifier(embedder, name="output-level")
     out = Collected()
@@ -111,7 +111,7 @@ def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSetting
                             tuple(watch.scores), False, False, False, False, False,
                             output_level_fires(clean, baseline), gold(clean.answer), gold(clean.answer)))
         for kind in CascadeType:
-            injection = Injection(kind, seed)
+            injection = Injection(kind, seed, variant)
             watch = CascadeMonitor(monitors, settings, mitigate=False)
             watched = run.run(injection, watch)
             out.trajectories.append(watched.trajectory)

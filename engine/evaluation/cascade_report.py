@@ -34,6 +34,7 @@ def _rows(data: dict) -> list[tuple[str, dict]]:
 
 def markdown(data: dict) -> str:
     lines = ["# CHARM cascade evaluation", "", f"Command: `{data.get('command', '')}`", "",
+             f"Attacker: {data.get('variant', 'standard')}", "",
              "Tuned on hotpotqa/dev only; hotpotqa/test and musique are reported as they came out.", "",
              "| group | n injected | n clean | cdr | fpr | epr | msr | halted | cdd | "
              "baseline cdr | baseline fpr | baseline epr |",

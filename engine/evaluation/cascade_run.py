@@ -26,7 +26,7 @@ from ..stages.runner import Exclusions, RunOutcome, StageRunner
 from ..types import Chunk, Claim
 from .attacks import seeded
 from .cascade_data import CascadeRecord
-from .cascade_inject import (FAULTY_REASONER, FAULTY_RETRIEVER, Injection, counterfactual, strip_hedges,
+from .cascade_inject import (COLLUDER, FAULTY_REASONER, FAULTY_RETRIEVER, Injection, counterfactual, strip_hedges,
                              wrong_inference)
 
 K_PER_RETRIEVER = 4
@@ -99,12 +99,18 @@ class _Steps:
         support = [share for _, share in fused[:FORWARD]]
         if forwarded and self._injecting(index, FAULTY_RETRIEVER, ex) and \
                 self.injection.kind in (CascadeType.RETRIEVAL, CascadeType.CONTEXT_POISONING):
+            adaptive = self.injection.adaptive
             bad = counterfactual(forwarded[0], query, self.record.paragraphs, self.record.poison, self._rng(),
-                                 use_poison=self.injection.kind is CascadeType.RETRIEVAL)
+                                 use_poison=self.injection.kind is CascadeType.RETRIEVAL,
+                                 paraphrased=adaptive and self.injection.kind is CascadeType.CONTEXT_POISONING)
             if bad is not None and not ex.excludes(bad.id, bad.text):
                 self.took_effect = True
-                lists[FAULTY_RETRIEVER] = [bad, *lists.get(FAULTY_RETRIEVER, [])][:K_PER_RETRIEVER]
-                share = 1 / max(1, len(lists))
+                liars = [FAULTY_RETRIEVER]
+                if adaptive and self.injection.kind is CascadeType.RETRIEVAL and COLLUDER not in ex.agents:
+                    liars.append(COLLUDER)      # a colluder returns it too: the consensus pool holds it
+                for liar in liars:
+                    lists[liar] = [bad, *lists.get(liar, [])][:K_PER_RETRIEVER]
+                share = len(liars) / max(1, len(lists))
                 if self.injection.kind is CascadeType.RETRIEVAL:      # the top passage replaced
                     forwarded, support = [bad, *forwarded[1:]], [share, *support[1:]]
                 else:                                                 # a near-copy put above it
@@ -121,7 +127,10 @@ class _Steps:
         claim = honest.claims[0]
         if self.injection.kind is CascadeType.INFERENCE:
             chunk = next(c for c in honest.evidence if c.id == claim.citations[0])
-            wrong = wrong_inference(claim.text, chunk.title, honest.inputs[0], self.record.paragraphs, self._rng())
+            adaptive = self.injection.adaptive
+            drawn_from = honest.evidence if adaptive else self.record.paragraphs
+            wrong = wrong_inference(claim.text, chunk.title, honest.inputs[0], drawn_from, self._rng(),
+                                    adaptive=adaptive)
             if wrong is None:
                 return honest
             self.took_effect = True

@@ -90,6 +90,10 @@ def _add_cascade_parser(commands) -> None:
     cas.add_argument("--limit", type=int, help="first N records of each file only")
     cas.add_argument("--runs", type=int, default=5, help="replays of the monitors for the overhead figure (default 5)")
     cas.add_argument("--seed", type=int, default=0, help="which counterfactuals and wordings the injections draw")
+    cas.add_argument("--variant", choices=("standard", "adaptive"), default="standard",
+                     help="adaptive: an attacker who has read the monitors (a colluding second retriever, a "
+                          "paraphrased near-copy, a wrong entity from the stage's own passages in new wording, "
+                          "inflation of 0.1)")
     cas.add_argument("--json", type=Path, help="write the summary here, with .md and .svg beside it")
     cas.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     cas.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
@@ -441,7 +445,7 @@ def _cascade(args) -> int:
     embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), cache_dir)
     progress = Progress()
     try:
-        collected = collect(records, embedder, settings.cascade, seed=args.seed,
+        collected = collect(records, embedder, settings.cascade, seed=args.seed, variant=args.variant,
                             progress=lambda n, total, rid: progress(f"cascade: {n}/{total} records ({rid})",
                                                                     done=n == total))
         timing = overhead(collected.trajectories, embedder, settings.cascade, args.runs)
@@ -451,6 +455,7 @@ def _cascade(args) -> int:
     data["decomposition"] = dataclasses.asdict(measure(DEFAULT_MUSIQUE, DEFAULT_HOTPOT))
     data["settings"] = dataclasses.asdict(settings.cascade)
     data["command"] = "main.py eval cascade " + " ".join(sys.argv[3:])
+    data["variant"] = args.variant
     data["files"] = [str(p) for p in files]
     data["wall_time_s"] = round(time.perf_counter() - started, 1)
     cascade_report.print_tables(data, sys.stdout)

@@ -44,7 +44,7 @@ def test_fires_at_theta_and_not_below():
 def test_one_monitor_alone_cannot_reach_theta_but_cpm_passes_its_gate():
     for a in ((1.0, 0, 0), (0, 1.0, 0)):
         assert not trigger(*a, REASON, S).fired                       # p = 0.4 < 0.55
-    assert not trigger(0, 0, 0.49, REASON, S).fired
+    assert not trigger(0, 0, S.cpm_gate - 0.01, REASON, S).fired
     gated = trigger(0, 0, 1.0, RETRIEVE, S)
     assert gated.p == pytest.approx(0.2) and gated.fired and gated.gated
     assert gated.cascade_type is CascadeType.CONFIDENCE_INFLATION
