@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/demo_questions.py [--fleet F] [--settings S] [--tier medium] [--out reports/demo_questions.json]
 
-engine_ms is what the defence costs per question where users pay it: secure retrieval plus
-adjudication, in the product path (real agent processes, the engine's embedding cache warmed on the
+engine_ms is what the defence costs per question where users pay it: secure retrieval,
+adjudication and the cascade monitor (cascade_ms), in the product path (real agent processes, the engine's embedding cache warmed on the
 corpus at start as the console does; a tampering agent's texts and new claims are embedded while
 the question waits). The cost target: engine_ms p50 <= 150 ms with 5 retrievers x 10 chunks
 (`--fleet bench/fleet_5x10.toml --settings bench/engine_5x10.toml`).
@@ -51,7 +51,9 @@ async def run(args) -> dict:
             total_ms = sum(answer.timings_ms.values())
             rows.append({"id": q["id"], "tier": tier.value, "verdict": answer.verdict.value, "correct": correct,
                          "answer": answer.answer, "gold": q["answers"], "ms": total_ms,
-                         "engine_ms": answer.timings_ms.get("secure_retrieval", 0) + answer.timings_ms.get("adjudicate", 0),
+                         "engine_ms": answer.timings_ms.get("secure_retrieval", 0) + answer.timings_ms.get("adjudicate", 0)
+                         + answer.timings_ms.get("cascade", 0),
+                         "cascade_ms": answer.timings_ms.get("cascade", 0),
                          "secure_retrieval_ms": answer.timings_ms.get("secure_retrieval", 0),
                          "adjudicate_ms": answer.timings_ms.get("adjudicate", 0)})
             mark = "ok " if correct else ("abs" if answer.verdict is not Verdict.ANSWERED else "BAD")
@@ -70,6 +72,7 @@ async def run(args) -> dict:
         "engine_ms_p95": round(_pct([r["engine_ms"] for r in rows], 0.95), 2),
         "secure_retrieval_ms_p50": round(statistics.median(r["secure_retrieval_ms"] for r in rows), 2),
         "adjudicate_ms_p50": round(statistics.median(r["adjudicate_ms"] for r in rows), 2),
+        "cascade_ms_p50": round(statistics.median(r["cascade_ms"] for r in rows), 2),
         "fleet_startup_s": round(startup_s, 1),
         "fleet": str(args.fleet or "config/fleet.toml"),
         "settings": str(args.settings or "config/engine.toml"),

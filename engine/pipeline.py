@@ -142,6 +142,7 @@ class Pipeline:
         run = await runner.run(Trajectory(question, trace_id, decomposition), plan)
         cascade = monitor.outcome(run) if monitor else None
         if cascade is not None:
+            timings["cascade"] = round(sum(s.elapsed_ms for s in cascade.scores), 1)   # the monitors' own time
             self.emit(CascadeResolved(cascade, trace_id, question, self.clock()))
         report = hops.merged()
         decision = hops.decision if run.halted is None else None

