@@ -6,7 +6,6 @@ outcome in the answer, never an exception out of here.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 import uuid
 from typing import Callable
@@ -19,13 +18,14 @@ from .cascade.monitor import CascadeMonitor
 from .cascade.monitors import Monitors
 from .events import CascadeResolved, CascadeScored, QuestionReceived
 from .generation.adjudicate import Decision, adjudicate
+from .generation.challenge import NoReply, challenge
 from .registry import AgentRegistry, AgentView
 from .stages import steps
 from .stages.decompose import decompose
 from .stages.model import StageKind, StageResult, Trajectory
 from .stages.runner import Exclusions, StageRunner
 from .retrieval.secure import RetrievalResult, SecureRetrieval
-from .types import AgentKind, Answer, Chunk, Citation, ContextChunk, Event, RiskTier, Role, Verdict
+from .types import AgentKind, Answer, Citation, ContextChunk, Event, RiskTier, Role, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[object], None]   # engine.events types and generic Events
@@ -66,36 +66,22 @@ class Pipeline:
         remote = [RemoteVerifier(self.client, v.spec, v.url) for v in self.registry.eligible(Role.VERIFIER, tier)]
         return VotingVerifier([self.local_verifier, *remote]) if remote else self.local_verifier
 
-    async def _challenge(self, decision: Decision, question: str, context: tuple, trace_id: str) -> Decision:
-        """Asks each generator with a doubtful claim to show the evidence for it, and records whether it could."""
-        doubtful = [(c, next(k for k in c.checks if not k.supported)) for c in decision.candidates
-                    if not all(k.supported for k in c.checks)]
-        if not doubtful:
-            return decision
-        evidence = {chunk.id: chunk for chunk in context}
-
+    async def _challenge(self, decision: Decision, context: tuple, trace_id: str) -> Decision:
+        """Asks each generator with a doubtful claim to show the evidence for it (generation/challenge.py)."""
         async def ask(candidate, check):
             view = self.registry.get(candidate.agent_id)
             if not view.url or view.spec.kind is not AgentKind.QUORUM_HTTP:
-                return candidate.agent_id, "not asked: the agent does not speak the challenge protocol"
+                return None
             try:
-                quote, cited = await asyncio.wait_for(self.client.challenge(
+                return await asyncio.wait_for(self.client.challenge(
                     view.spec, view.url, check.claim.text, context, trace_id), view.spec.timeout_s)
             except (AgentError, asyncio.TimeoutError) as exc:
-                return candidate.agent_id, f"failed: no reply ({getattr(exc, 'reason', 'timeout')})"
-            shown = [evidence[c] for c in cited if c in evidence and quote and quote in evidence[c].text]
-            if not shown:
-                return candidate.agent_id, "failed: the quote it showed is not in the chunks it cited"
-            judgement = await self.local_verifier.judge(check.claim.text, [Chunk(shown[0].id, quote)], trace_id)
-            if judgement.label.value == "supported":
-                return candidate.agent_id, f"passed: showed [{shown[0].id}] \"{quote[:120]}\""
-            return candidate.agent_id, f"failed: its quote [{shown[0].id}] does not back the claim ({judgement.reason})"
-        results = dict(await asyncio.gather(*(ask(c, k) for c, k in doubtful)))
-        for agent_id, outcome_text in results.items():
-            self._event("generation.challenge", trace_id, agent=agent_id, outcome=outcome_text)
-        candidates = tuple(dataclasses.replace(c, challenge=results.get(c.agent_id, "")) for c in decision.candidates)
-        chosen = next((c for c in candidates if decision.chosen and c.agent_id == decision.chosen.agent_id), None)
-        return dataclasses.replace(decision, candidates=candidates, chosen=chosen)
+                raise NoReply(getattr(exc, "reason", "timeout")) from None
+        decision, results = await challenge(decision, context, ask, self.local_verifier, trace_id)
+        for result in results:
+            self._event("generation.challenge", trace_id, agent=result.agent_id, outcome=result.outcome.value,
+                        detail=result.text)
+        return decision
 
     def _pick(self, role: Role, limit: int, tier: RiskTier, trace_id: str) -> list[AgentView]:
         views = self.registry.eligible(role, tier)
@@ -239,7 +225,7 @@ class Pipeline:
                                         context_chunks, self.settings.generation, self._verifier(tier),
                                         embedder=self.secure.embedder, reputations=self._reputations(),
                                         trace_id=trace_id)
-            decision = await self._challenge(decision, question, context, trace_id)
+            decision = await self._challenge(decision, context, trace_id)
             timings["adjudicate"] = _ms(started)
             hops.decision = decision
             chosen = decision.chosen

@@ -195,6 +195,20 @@ class ClaimCheck:
     votes: tuple[Vote, ...] = ()           # each verifier's label, for the reputation of verifiers
 
 
+class ChallengeOutcome(str, enum.Enum):
+    """What asking a generator to show the evidence for a doubtful claim came to."""
+    PASSED = "passed"                          # its quote is in a chunk it cited and backs the claim
+    NO_REPLY = "no_reply"                      # it did not answer the challenge (down, timeout, malformed)
+    QUOTE_NOT_CITED = "quote_not_cited"        # the quote is not in the chunks it cited
+    QUOTE_DOES_NOT_BACK = "quote_does_not_back"   # the quote is real but does not say the claim
+    NOT_ASKED = "not_asked"                    # the agent does not speak the challenge protocol
+
+    @property
+    def failed(self) -> bool:
+        return self in (ChallengeOutcome.NO_REPLY, ChallengeOutcome.QUOTE_NOT_CITED,
+                        ChallengeOutcome.QUOTE_DOES_NOT_BACK)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One generator's answer and how well it stood up to its evidence."""
@@ -205,7 +219,8 @@ class Candidate:
     agreeing: tuple[str, ...]              # generators whose answers match this one
     credibility: float
     consistency: float = 0.0               # share of its core facts the other answers agree with
-    challenge: str = ""                    # outcome of asking it to show the evidence for a doubtful claim
+    challenge: str = ""                    # outcome of asking it to show the evidence for a doubtful claim, for people
+    challenge_outcome: ChallengeOutcome | None = None   # the same, as vocabulary (None: not challenged)
 
 
 class SuspectReason(str, enum.Enum):

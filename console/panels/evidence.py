@@ -16,12 +16,15 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from engine import AgentOutcome, Candidate, ContextChunk
+from engine import AgentOutcome, Candidate, ChallengeOutcome, ContextChunk
 
 from .. import style
 from ..table_model import CENTER, RIGHT, VALUE_ROLE, Column
 
 esc = html.escape
+CHALLENGE_WORDS = {ChallengeOutcome.PASSED: "passed", ChallengeOutcome.NO_REPLY: "failed: no reply",
+                   ChallengeOutcome.QUOTE_NOT_CITED: "failed", ChallengeOutcome.QUOTE_DOES_NOT_BACK: "failed",
+                   ChallengeOutcome.NOT_ASKED: "not asked"}
 
 # A passage's status in the table and the detail pane.
 IN_CONTEXT, KEPT_OUT = "in context", "kept out"
@@ -125,9 +128,9 @@ CANDIDATE_COLUMNS: tuple[Column[Candidate], ...] = (
            header_tooltip="How far the engine trusts this candidate: support, agreement and the agent's reputation"),
     Column("Agrees with", lambda c: ", ".join(c.agreeing) or "no one",
            foreground=lambda c: None if c.agreeing else style.GREY),
-    Column("Challenge", lambda c: c.challenge.split(":")[0] if c.challenge else "—",
-           foreground=lambda c: style.RED if c.challenge.startswith("failed") else
-           (style.GREEN if c.challenge.startswith("passed") else style.GREY),
+    Column("Challenge", lambda c: CHALLENGE_WORDS.get(c.challenge_outcome, "—"),
+           foreground=lambda c: style.RED if c.challenge_outcome and c.challenge_outcome.failed else
+           (style.GREEN if c.challenge_outcome is ChallengeOutcome.PASSED else style.GREY),
            tooltip=lambda c: c.challenge or "not challenged: every claim was supported",
            header_tooltip="Asked to show the evidence for a doubtful claim: could it?"),
     Column("Answer", lambda c: c.generation.answer or "(no answer)", tooltip=lambda c: c.generation.answer),

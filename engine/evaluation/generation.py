@@ -16,7 +16,7 @@ CachedEmbedder (fresh, in a scratch folder) is warmed on the context sentences, 
 production; (4) `adjudicate` runs for every question and profile, each `judge_sync` call timed. A
 claim that is no context sentence (a paraphrase, a lie) is a cache miss there and costs a model call.
 
-Challenge-response (engine/pipeline.py `Pipeline._challenge`) runs after adjudicate, only for
+Challenge-response (engine/generation/challenge.py, asked by the pipeline) runs after adjudicate, only for
 candidates with an unsupported claim, and only annotates them: it never changes the verdict. The
 evaluation calls adjudicate alone, as the brief requires, and replays the challenge beside it for the
 challenge-liar profile (`replay_challenge`), reporting what it would have said.
@@ -175,7 +175,7 @@ def build_fleet(item: Prepared, profile: Profile | None, seed: int = 0) -> Fleet
 
 def replay_challenge(decision: Decision, fleet: Fleet, context: tuple[Chunk, ...],
                      verifier: EvidenceVerifier) -> dict[str, str]:
-    """What engine/pipeline.py's challenge would record (it never changes the verdict): each candidate
+    """What engine/generation/challenge.py would record (it never changes the verdict): each candidate
     with an unsupported claim shows a quote; an honest agent shows the context sentence closest to the
     claim (engine/agents/server.py), the liar shows the real sentence its lie was made from."""
     evidence = {c.id: c for c in context}

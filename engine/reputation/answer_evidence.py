@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ..types import Answer, CallStatus, ClaimLabel, RiskTier, Role, SuspectReason, Verdict
+from ..types import Answer, CallStatus, ChallengeOutcome, ClaimLabel, RiskTier, Role, SuspectReason, Verdict
 from .evidence import EvidenceReason, Observation, is_good
 
 LOCAL_VERIFIER = "evidence-check"      # the name the engine's own EvidenceVerifier votes under
@@ -124,8 +124,7 @@ def _generation(answer: Answer, ledger: _Ledger) -> None:
                            engine_checked=LOCAL_VERIFIER in refuters or not check.votes, witnesses=refuters)
             elif check.reason.startswith("cites chunks not in the context"):
                 ledger.add(agent, Role.GENERATOR, EvidenceReason.CITED_UNKNOWN, engine_checked=True)
-        if candidate.challenge.startswith("failed: its quote") or candidate.challenge.startswith(
-                "failed: the quote"):
+        if candidate.challenge_outcome in (ChallengeOutcome.QUOTE_NOT_CITED, ChallengeOutcome.QUOTE_DOES_NOT_BACK):
             ledger.add(agent, Role.GENERATOR, EvidenceReason.CHALLENGE_FAILED, engine_checked=True)
         if candidate.checks and all(k.supported for k in candidate.checks):
             ledger.add(agent, Role.GENERATOR, EvidenceReason.CLAIMS_SUPPORTED, engine_checked=True)
