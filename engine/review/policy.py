@@ -20,6 +20,8 @@ def needs_review(answer: Answer) -> str:
         return "high-risk question"
     if answer.cascade is not None and answer.cascade.halted:
         return "a cascade survived its mitigation: " + answer.cascade.reason
+    if answer.cascade is not None and answer.cascade.fired and answer.cascade.review:
+        return "a cascade fired on this question: " + answer.cascade.reason
     if answer.tier is RiskTier.MEDIUM and answer.verdict is Verdict.ABSTAINED:
         return "no consistent conclusion on a medium-risk question"
     return ""

@@ -375,3 +375,26 @@ def test_a_cascade_traced_to_a_generator_is_evidence_against_it_and_only_it():
     assert blamed["gen-a"].engine_checked
     assert "gen-b" not in blamed or EvidenceReason.CASCADE_SOURCE not in blamed["gen-b"].reasons
     assert "gen-a" not in {o.agent_id for o in observations(answer(None))}
+
+
+def test_a_fired_cascade_waits_for_review_at_the_configured_tier_and_a_halted_one_always(tmp_path):
+    import dataclasses as dc
+    from engine.config import load_settings
+    from engine.errors import ConfigError
+    from engine.review.policy import needs_review
+    from engine.types import Answer, RiskTier, Verdict
+    fired = CascadeOutcome(True, 1, CascadeType.RETRIEVAL, Mitigation.ROLLBACK, reason="retrieval cascade at stage 2")
+
+    def answer(cascade, tier=RiskTier.MEDIUM):
+        return Answer("t", "q", tier, Verdict.ANSWERED, "a", "", (), (), (), (), {}, 0.0, cascade=cascade)
+
+    assert needs_review(answer(fired)) == ""                        # resolved, and medium is below "high"
+    assert needs_review(answer(dc.replace(fired, review=True))).startswith("a cascade fired")
+    assert needs_review(answer(dc.replace(fired, resolved=False))).startswith("a cascade survived")
+    assert CascadeSettings().reviews("high") and not CascadeSettings().reviews("medium")
+    assert CascadeSettings(review_on_fire_tier="medium").reviews("medium")
+    assert not CascadeSettings(review_on_fire_tier="never").reviews("high")
+    bad = tmp_path / "engine.toml"
+    bad.write_text('version = 1\n[cascade]\nreview_on_fire_tier = "sometimes"\n')
+    with pytest.raises(ConfigError, match="review_on_fire_tier"):
+        load_settings(bad)
