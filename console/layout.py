@@ -1,7 +1,8 @@
 """Small layout helpers the panels share."""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QVBoxLayout, QWidget
 
 
 def column(first: QWidget, *rest: QWidget, spacing: int = 2) -> QWidget:
@@ -14,3 +15,27 @@ def column(first: QWidget, *rest: QWidget, spacing: int = 2) -> QWidget:
     for widget in rest:
         layout.addWidget(widget)
     return holder
+
+
+def read_only_table(model) -> QTableView:
+    """A table of records: not editable, one whole row selected at a time, no row numbers, no wrapping."""
+    table = QTableView()
+    table.setModel(model)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setWordWrap(False)
+    table.verticalHeader().setVisible(False)
+    return table
+
+
+def splitter(orientation: Qt.Orientation, *parts: tuple[QWidget, int], sizes: list[int]) -> QSplitter:
+    """Panes side by side (or stacked), each with its stretch factor, starting at `sizes`; none can be
+    collapsed to nothing by dragging."""
+    split = QSplitter(orientation)
+    for at, (widget, stretch) in enumerate(parts):
+        split.addWidget(widget)
+        split.setStretchFactor(at, stretch)
+    split.setSizes(sizes)
+    split.setChildrenCollapsible(False)
+    return split

@@ -26,7 +26,7 @@ from .stages.decompose import decompose
 from .stages.model import StageKind, StageResult, Trajectory
 from .stages.runner import Exclusions, StageRunner
 from .retrieval.secure import RetrievalResult, SecureRetrieval
-from .types import AgentKind, Answer, Citation, ContextChunk, Event, RiskTier, Role, Verdict
+from .types import AgentKind, Answer, Chunk, Citation, ContextChunk, Event, RiskTier, Role, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[object], None]   # engine.events types and generic Events
@@ -209,7 +209,8 @@ class Pipeline:
         async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
             index = len(trajectory.stages)
             hops.decision = None
-            context_chunks = hops.context_for(trajectory)
+            hops.finding = _finding(trajectory)
+            context_chunks = ((hops.finding,) if hops.finding else ()) + hops.context_for(trajectory)
             upstream = steps.upstream(trajectory)
             if not context_chunks:
                 return StageResult(StageKind.SYNTHESIZE, index, 0, (question,), "", confidence=0.0,
@@ -243,6 +244,20 @@ class Pipeline:
         return step
 
 
+FINDING_ID = "engine/tool"
+
+
+def _finding(trajectory: Trajectory) -> ContextChunk | None:
+    """The tool stage's computed sentence as a passage of its own, marked as the engine's: the generators
+    read it beside the hops' passages, and a citation of it says where it came from."""
+    tool = trajectory.last(StageKind.TOOL)
+    if tool is None or not tool.claims:
+        return None
+    chunk = Chunk(FINDING_ID, tool.claims[0].text, source="Quorum engine (computed from the passages above)",
+                  metadata={"title": f"{tool.note.capitalize()} of the hops' findings", "computed": True})
+    return ContextChunk(chunk, 1.0, supported_by=())
+
+
 class _Hops:
     """What the stages of one question produced beyond their stage results: secure retrieval's
     report per retrieve stage, the agent calls, the adjudication."""
@@ -252,6 +267,7 @@ class _Hops:
         self.calls: dict[int, list] = {}
         self.generated: list = []
         self.decision: Decision | None = None
+        self.finding: ContextChunk | None = None     # the tool stage's computed result, as context
 
     def retrieved(self, index: int, report: RetrievalResult, calls: list) -> None:
         self.reports[index] = report
@@ -275,7 +291,7 @@ class _Hops:
         reports = self._current()
         if not reports:
             return RetrievalResult((), (), (), (), (), {}, "full", False)
-        seen: dict[str, ContextChunk] = {}
+        seen: dict[str, ContextChunk] = {self.finding.chunk.text: self.finding} if self.finding else {}
         for report in reports:
             for c in report.context:
                 seen.setdefault(c.chunk.text, c)

@@ -17,6 +17,7 @@ from engine.review import needs_review
 
 from .. import style
 from ..stage_text import outcome_text, stage_chain
+from ..layout import read_only_table
 from ..table_model import RIGHT, Column, RecordTableModel
 from .evidence import (CANDIDATE_COLUMNS, CHECK_CLAIM_COLUMN, CHECK_COLUMNS, CHECK_REASON_COLUMN, PASSAGE_COLUMNS, PASSAGE_FLAGS_COLUMN,
                        PASSAGE_NOTE_COLUMN, PASSAGE_TITLE_COLUMN, FlagChipsDelegate, PassageRow, candidate_html, claim_check_html, failing,
@@ -58,14 +59,8 @@ def citation_html(citation: Citation) -> str:
 def _evidence_table(model: RecordTableModel, stretch_column: int | None = None) -> QTableView:
     """A read-only row-selecting table whose columns are fitted to each answer (see _fit_columns) and
     stay resizable by hand; `stretch_column` (default: the last) takes the slack."""
-    table = QTableView()
-    table.setModel(model)
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table = read_only_table(model)
     table.setAlternatingRowColors(True)
-    table.setWordWrap(False)
-    table.verticalHeader().setVisible(False)
     style.compact_rows(table)
     header = table.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)

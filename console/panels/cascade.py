@@ -22,7 +22,7 @@ from typing import Callable
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QPointF, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QPixmap, QPolygonF
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPlainTextEdit, QSplitter,
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPlainTextEdit, QSplitter,
                                QStackedWidget, QTableView, QVBoxLayout, QWidget)
 
 from engine import Answer
@@ -30,7 +30,7 @@ from engine.cascade.types import CascadeOutcome, StageScore
 from engine.events import CascadeResolved, CascadeScored
 
 from .. import style
-from ..layout import column
+from ..layout import column, read_only_table, splitter
 from ..stage_text import outcome_text
 from ..table_model import RecordTableModel
 from .cascade_model import (SERIES, STAGE_COLUMNS, STAGE_REASONS_COLUMN, STRIP_COLUMNS, STRIP_QUESTION_COLUMN,
@@ -108,13 +108,7 @@ def _plain_label() -> QLabel:
 
 
 def _table(model: RecordTableModel) -> QTableView:
-    table = QTableView()
-    table.setModel(model)
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    table.setWordWrap(False)
-    table.verticalHeader().setVisible(False)
+    table = read_only_table(model)
     table.setShowGrid(False)
     style.compact_rows(table)
     return table
@@ -153,13 +147,7 @@ class CascadePanel(QWidget):
         info = self._build_info()
         self._build_strip()
 
-        top = QSplitter(Qt.Orientation.Horizontal)
-        top.addWidget(plot_side)
-        top.addWidget(info)
-        top.setStretchFactor(0, 1)
-        top.setStretchFactor(1, 1)
-        top.setSizes([660, 540])
-        top.setChildrenCollapsible(False)
+        top = splitter(Qt.Orientation.Horizontal, (plot_side, 1), (info, 1), sizes=[660, 540])
         body = QSplitter(Qt.Orientation.Vertical)
         body.addWidget(top)
         body.addWidget(self.strip)

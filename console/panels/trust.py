@@ -21,14 +21,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QSizePolicy, QSplitter,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QSizePolicy,
                                QTableView, QVBoxLayout, QWidget)
 
 from engine import AgentView
 from engine.store.trust import ScorePoint
 
 from .. import style
-from ..layout import column
+from ..layout import column, splitter
 from ..service import EngineService
 from ..table_model import RIGHT, Column, RecordTableModel
 
@@ -227,13 +227,7 @@ class TrustPanel(QWidget):
 
         plot_side = column(self.plot, self.hover_label)
         legend_side = column(self.legend, self.selection_label)
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(plot_side)
-        body.addWidget(legend_side)
-        body.setStretchFactor(0, 1)
-        body.setStretchFactor(1, 0)
-        body.setSizes([900, 330])
-        body.setChildrenCollapsible(False)
+        body = splitter(Qt.Orientation.Horizontal, (plot_side, 1), (legend_side, 0), sizes=[900, 330])
         self.body = body
         top = QHBoxLayout()
         top.setContentsMargins(0, 0, 0, 0)

@@ -28,7 +28,8 @@ from .statements import Statement, all_sentences, facts, hedges, source_sentence
 NEAR_COPY = 0.6            # word-order similarity at which a statement restates a sentence (a changed slot contradicts it)
 # SFV for a statement the pool neither supports nor refutes: a retrieved passage may well be the only
 # one to say something; a conclusion should rest on corroborated evidence.
-NOT_ENOUGH_SCORE = {StageKind.RETRIEVE: 0.5}
+# A tool's computed sentence is not something any passage states.
+NOT_ENOUGH_SCORE = {StageKind.RETRIEVE: 0.5, StageKind.TOOL: 0.0}
 NOT_ENOUGH_CONCLUSION = 0.75
 
 

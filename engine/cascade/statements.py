@@ -26,6 +26,10 @@ class Statement:
 
 
 def statements(result: StageResult) -> list[Statement]:
+    # A tool computes from conclusions the monitors already checked at their own stages; what it (or a
+    # claim citing its computed passage) says is checked by recomputing, not against documents.
+    if result.kind is StageKind.TOOL:
+        return []
     if result.kind is StageKind.RETRIEVE:
         query = result.inputs[-1] if result.inputs else ""
         out = []
@@ -35,8 +39,12 @@ def statements(result: StageResult) -> list[Statement]:
                 out.append(Statement(ranked[0].text, chunk, RANK_WEIGHT[rank]))
         return out
     by_id = {c.id: c for c in result.evidence}
-    return [Statement(claim.text, next((by_id[c] for c in claim.citations if c in by_id), None), 1.0)
-            for claim in result.claims if claim.text.strip()]
+    out = []
+    for claim in result.claims:
+        cited = next((by_id[c] for c in claim.citations if c in by_id), None)
+        if claim.text.strip() and not (cited is not None and cited.metadata.get("computed")):
+            out.append(Statement(claim.text, cited, 1.0))
+    return out
 
 
 def facts(text: str) -> set[str]:

@@ -95,8 +95,10 @@ def tool() -> Step:
             concluded = t.last(StageKind.REASON, h.hop)
             findings.append((h.entity or h.text, concluded.output if concluded else ""))
         result = compare(t.question, findings)
+        # The computed sentence travels as the stage's claim: synthesis reads it as context.
+        claims = (Claim(result.sentence),) if result.sentence else ()
         return StageResult(StageKind.TOOL, len(t.stages), 0, tuple(f for _, f in findings), result.output,
-                           confidence=upstream(t), agents=("calculator",), note=result.used)
+                           claims=claims, confidence=upstream(t), agents=("calculator",), note=result.used)
     return step
 
 

@@ -20,6 +20,7 @@ _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 class ToolResult:
     output: str
     used: str            # "date comparison", "number comparison", "same-value check" or "" (nothing to compute)
+    sentence: str = ""   # the result as one plain sentence, for the synthesis stage's context
 
 
 def compare(question: str, findings: Sequence[tuple[str, str]]) -> ToolResult:
@@ -31,7 +32,10 @@ def compare(question: str, findings: Sequence[tuple[str, str]]) -> ToolResult:
         if len(years) == len(findings):
             pick = min(years) if _EARLIER.search(question) else max(years)
             listed = ", ".join(f"{e} {y}" for y, e in years)
-            return ToolResult(f"{pick[1]} ({listed})", "date comparison")
+            which = "first" if _EARLIER.search(question) else "last"
+            said = ", ".join(f"{e} in {y}" for y, e in years)
+            return ToolResult(f"{pick[1]} ({listed})", "date comparison",
+                              f"By the dates found, {pick[1]} came {which}: {said}.")
     if _LARGER.search(question) or _SMALLER.search(question):
         values = []
         for entity, text in findings:
@@ -41,12 +45,17 @@ def compare(question: str, findings: Sequence[tuple[str, str]]) -> ToolResult:
         if len(values) == len(findings):
             pick = max(values) if _LARGER.search(question) else min(values)
             listed = ", ".join(f"{e} {v:g}" for v, e in values)
-            return ToolResult(f"{pick[1]} ({listed})", "number comparison")
+            which = "larger" if _LARGER.search(question) else "smaller"
+            return ToolResult(f"{pick[1]} ({listed})", "number comparison",
+                              f"By the figures found, {pick[1]} has the {which} value: {listed}.")
     if _SAME.search(question):
         asked = set(content_words(question))
         sets = [set(content_words(text)) - asked - set(content_words(entity)) for entity, text in findings]
         shared = set.intersection(*sets) if sets else set()
         verdict = "yes" if shared else "no"
         detail = f"both say: {', '.join(sorted(shared)[:4])}" if shared else "nothing they say in common"
-        return ToolResult(f"{verdict} ({detail})", "same-value check")
+        names = " and ".join(entity for entity, _ in findings)
+        said = (f"The findings for {names} share: {', '.join(sorted(shared)[:4])}." if shared else
+                f"The findings for {names} have nothing in common.")
+        return ToolResult(f"{verdict} ({detail})", "same-value check", said)
     return ToolResult("", "")

@@ -398,3 +398,19 @@ def test_a_fired_cascade_waits_for_review_at_the_configured_tier_and_a_halted_on
     bad.write_text('version = 1\n[cascade]\nreview_on_fire_tier = "sometimes"\n')
     with pytest.raises(ConfigError, match="review_on_fire_tier"):
         load_settings(bad)
+
+
+def test_a_comparison_is_stated_as_a_plain_sentence_and_computed_passages_are_not_checked_against_documents():
+    result = compare("Which was launched first, Voyager 1 or Cassini?",
+                     [("Voyager 1", "Voyager 1 was launched on 5 September 1977."),
+                      ("Cassini", "Cassini was launched in October 1997 from Cape Canaveral.")])
+    assert result.used == "date comparison"
+    assert result.sentence == "By the dates found, Voyager 1 came first: Voyager 1 in 1977, Cassini in 1997."
+    computed = Chunk("engine/tool", result.sentence, metadata={"computed": True})
+    quoted = Chunk("p1", "Voyager 1 was launched on 5 September 1977.")
+    synthesis = StageResult(StageKind.SYNTHESIZE, 6, 0, ("q",), result.sentence,
+                            claims=(Claim(result.sentence, ("engine/tool",)), Claim(quoted.text, ("p1",))),
+                            evidence=(computed, quoted))
+    assert [s.text for s in statements(synthesis)] == [quoted.text]
+    tool = StageResult(StageKind.TOOL, 5, 0, ("q",), result.output, claims=(Claim(result.sentence),))
+    assert statements(tool) == []
