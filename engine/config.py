@@ -196,6 +196,11 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
+    from .cascade.mitigation import CHOICES
+    for kind, allowed in CHOICES.items():
+        if settings.cascade.choice(kind) not in allowed:
+            raise ConfigError(file, f"cascade.on_{kind.value}", f"expected {', '.join(allowed)}, "
+                                                               f"found {settings.cascade.choice(kind)!r}")
     if settings.cascade.review_on_fire_tier not in ("low", "medium", "high", "never"):
         raise ConfigError(file, "cascade.review_on_fire_tier", "expected low, medium, high or never, "
                                                               f"found {settings.cascade.review_on_fire_tier!r}")

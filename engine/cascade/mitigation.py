@@ -7,6 +7,7 @@
 - inference cascade → M3: the stage is derived again by another agent (its own agents excluded) and
   checked by the monitors like any other; an engine-local stage re-runs without the passages blamed.
 A cascade that survives its mitigation halts for human review (the runner's max_reruns).
+The settings may pick another mitigation per type (`on_<type>` in [cascade]): "review" halts at once.
 """
 from __future__ import annotations
 
@@ -14,25 +15,32 @@ from ..stages.model import Intervention, InterventionKind, StageKind, StageResul
 from .types import CascadeType, Mitigation
 
 
+CHOICES: dict[CascadeType, tuple[str, ...]] = {
+    CascadeType.RETRIEVAL: ("auto", "rollback", "requery", "review"),
+    CascadeType.CONTEXT_POISONING: ("auto", "rollback", "requery", "review"),
+    CascadeType.INFERENCE: ("auto", "reverify", "rollback", "review"),
+    CascadeType.CONFIDENCE_INFLATION: ("auto", "gate", "review"),
+}
+
+
 def plan(kind: CascadeType, result: StageResult, trajectory: Trajectory, *, passages: tuple[str, ...],
-         calibrated: float, reason: str) -> tuple[Mitigation, Intervention]:
+         calibrated: float, reason: str, choice: str = "auto") -> tuple[Mitigation, Intervention]:
+    """choice: one of CHOICES[kind]; "auto" is the mapping in this module's docstring."""
+    if choice == "review":
+        return Mitigation.HUMAN_REVIEW, Intervention(InterventionKind.HALT, f"{reason}; sent to a person")
     if kind is CascadeType.CONFIDENCE_INFLATION:
-        cap = round(calibrated, 3)
         return Mitigation.CONFIDENCE_GATE, Intervention(InterventionKind.GATE, reason, result.index,
-                                                         confidence_cap=cap)
-    if kind in (CascadeType.RETRIEVAL, CascadeType.CONTEXT_POISONING):
+                                                         confidence_cap=round(calibrated, 3))
+    retrieval_side = kind in (CascadeType.RETRIEVAL, CascadeType.CONTEXT_POISONING)
+    if retrieval_side or choice == "rollback" or not result.agents:
         source = _retrieve_stage(trajectory, result)
-        if passages:
+        if passages and choice != "requery":
             return Mitigation.ROLLBACK, Intervention(InterventionKind.RERUN, reason, source.index,
                                                      exclude_passages=frozenset(passages))
         return Mitigation.REQUERY, Intervention(InterventionKind.RERUN, reason, source.index,
                                                 refine_query=_refined(trajectory, source))
-    if result.agents:
-        return Mitigation.PARALLEL_VERIFIER, Intervention(InterventionKind.RERUN, reason, result.index,
-                                                          exclude_agents=frozenset(result.agents))
-    source = _retrieve_stage(trajectory, result)
-    return Mitigation.ROLLBACK, Intervention(InterventionKind.RERUN, reason, source.index,
-                                             exclude_passages=frozenset(passages))
+    return Mitigation.PARALLEL_VERIFIER, Intervention(InterventionKind.RERUN, reason, result.index,
+                                                      exclude_agents=frozenset(result.agents))
 
 
 def _retrieve_stage(trajectory: Trajectory, result: StageResult) -> StageResult:

@@ -59,7 +59,8 @@ class CascadeMonitor:
         why = f"{fired.cascade_type.value} cascade at stage {result.index + 1} ({result.kind.value}), p={fired.p:.2f}"
         calibrated = cpm.support if cpm is not None else support
         mitigation, intervention = plan(fired.cascade_type, result, trajectory, passages=suspects,
-                                        calibrated=calibrated, reason=why)
+                                        calibrated=calibrated, reason=why,
+                                        choice=self.settings.choice(fired.cascade_type))
         self.mitigations.append(mitigation)
         return intervention
 

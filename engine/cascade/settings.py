@@ -30,6 +30,14 @@ class CascadeSettings:
     # A fired cascade also waits for a person at this risk tier and above (low | medium | high | never),
     # even when its mitigation resolved it; a halted one always does.
     review_on_fire_tier: str = "high"
+    # The mitigation per cascade type (engine/cascade/mitigation.py CHOICES); "auto" is the built-in mapping.
+    on_retrieval: str = "auto"              # rollback | requery | review
+    on_context_poisoning: str = "auto"      # rollback | requery | review
+    on_inference: str = "auto"              # reverify | rollback | review
+    on_confidence_inflation: str = "auto"   # gate | review
+
+    def choice(self, kind: CascadeType) -> str:
+        return getattr(self, f"on_{kind.value}")
 
     def reviews(self, tier_value: str) -> bool:
         order = ("low", "medium", "high")

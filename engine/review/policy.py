@@ -19,7 +19,7 @@ def needs_review(answer: Answer) -> str:
     if answer.tier is RiskTier.HIGH:
         return "high-risk question"
     if answer.cascade is not None and answer.cascade.halted:
-        return "a cascade survived its mitigation: " + answer.cascade.reason
+        return "a cascade was held for review: " + answer.cascade.reason
     if answer.cascade is not None and answer.cascade.fired and answer.cascade.review:
         return "a cascade fired on this question: " + answer.cascade.reason
     if answer.tier is RiskTier.MEDIUM and answer.verdict is Verdict.ABSTAINED:

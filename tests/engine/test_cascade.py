@@ -390,7 +390,7 @@ def test_a_fired_cascade_waits_for_review_at_the_configured_tier_and_a_halted_on
 
     assert needs_review(answer(fired)) == ""                        # resolved, and medium is below "high"
     assert needs_review(answer(dc.replace(fired, review=True))).startswith("a cascade fired")
-    assert needs_review(answer(dc.replace(fired, resolved=False))).startswith("a cascade survived")
+    assert needs_review(answer(dc.replace(fired, resolved=False))).startswith("a cascade was held for review")
     assert CascadeSettings().reviews("high") and not CascadeSettings().reviews("medium")
     assert CascadeSettings(review_on_fire_tier="medium").reviews("medium")
     assert not CascadeSettings(review_on_fire_tier="never").reviews("high")
@@ -414,3 +414,22 @@ def test_a_comparison_is_stated_as_a_plain_sentence_and_computed_passages_are_no
     assert [s.text for s in statements(synthesis)] == [quoted.text]
     tool = StageResult(StageKind.TOOL, 5, 0, ("q",), result.output, claims=(Claim(result.sentence),))
     assert statements(tool) == []
+
+
+
+def test_the_settings_choose_the_mitigation_per_type_and_review_halts_at_once(tmp_path):
+    from engine.config import load_settings
+    from engine.errors import ConfigError
+    t = trajectory(formulate(), retrieve((POISONED, HONEST)))
+    mitigation, intervention = plan(CascadeType.CONTEXT_POISONING, t.stages[1], t, passages=("p-bad",),
+                                    calibrated=0.5, reason="why", choice="review")
+    assert mitigation is Mitigation.HUMAN_REVIEW and intervention.kind is InterventionKind.HALT
+    mitigation, intervention = plan(CascadeType.CONTEXT_POISONING, t.stages[1], t, passages=("p-bad",),
+                                    calibrated=0.5, reason="why", choice="requery")
+    assert mitigation is Mitigation.REQUERY and intervention.refine_query
+    monitor = CascadeMonitor(Monitors(HashEmbedder(), S), CascadeSettings(on_context_poisoning="review"))
+    assert monitor.on_stage(t, t.stages[1]).kind is InterventionKind.HALT
+    bad = tmp_path / "engine.toml"
+    bad.write_text('version = 1\n[cascade]\non_inference = "gate"\n')
+    with pytest.raises(ConfigError, match="on_inference"):
+        load_settings(bad)
