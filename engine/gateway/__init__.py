@@ -1,0 +1,1 @@
+"""The thought-virus gateway: envelopes with trust levels, injection scanners, decisions per channel."""

@@ -1,0 +1,1 @@
+"""Injection scanners, one per module behind the `Scanner` protocol (scanners/base.py)."""
