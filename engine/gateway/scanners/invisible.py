@@ -12,7 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from engine.gateway.scanners.base import Channel, Finding
+from .base import Channel, Finding
 
 # --- the characters ---------------------------------------------------------------------------
 
