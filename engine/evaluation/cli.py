@@ -1,4 +1,4 @@
-"""`python main.py eval convert|retrieval|generation|reputation|cascade`: argument definitions and dispatch (heavy imports
+"""`python main.py eval convert|retrieval|generation|reputation|cascade|injection`: argument definitions and dispatch (heavy imports
 happen only when a command runs). Exit codes: 0 ok, 1 the defence raised on some question, 2 bad input."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 def add_eval_parser(sub) -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluations on public data: retrieval poisoning (HotpotQA + PoisonedRAG), "
                                      "trusted generation (HotpotQA)")
-    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation,cascade}")
+    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation,cascade,injection}")
     commands.required = True
     convert = commands.add_parser("convert", help="write the poisoning cases as JSON Lines")
     _sources(convert)
@@ -78,7 +78,18 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
     _add_generation_parser(commands)
     _add_reputation_parser(commands)
     _add_cascade_parser(commands)
+    _add_injection_parser(commands)
     return ev
+
+
+def _add_injection_parser(commands) -> None:
+    inj = commands.add_parser("injection", help="the gateway's injection scanners on labelled data, per channel and "
+                                                "source, with a ROC plot (issue #10; end-to-end scenarios not yet)")
+    inj.add_argument("--file", type=Path, help="JSON Lines {text, label, channel, source_short} "
+                                              "(default: ../shared/data/prompt_injections.jsonl)")
+    inj.add_argument("--threshold", type=float, default=0.5, help="operating threshold on the score (default 0.5)")
+    inj.add_argument("--rules-only", action="store_true", help="leave the learned classifier out")
+    inj.add_argument("--json", type=Path, help="write the summary here, with .md and .svg beside it")
 
 
 def _add_cascade_parser(commands) -> None:
@@ -146,6 +157,8 @@ def run_eval(args: argparse.Namespace) -> int:
         return _reputation(args)
     if args.eval_command == "cascade":
         return _cascade(args)
+    if args.eval_command == "injection":
+        return _injection(args)
     return _retrieval(args)
 
 
@@ -465,4 +478,50 @@ def _cascade(args) -> int:
         paths = cascade_report.write_outputs(data, args.json)
         print(f"\nwrote {', '.join(str(p) for p in paths)}")
     print(f"wall time {data['wall_time_s']} s")
+    return EXIT_OK
+
+
+def _injection(args) -> int:
+    import json
+    from ..errors import InputError
+    from .injection import DEFAULT_FILE, load, roc, roc_svg, scanners, score, summary
+
+    if not 0.0 <= args.threshold <= 1.0:
+        raise InputError(f"--threshold must be between 0 and 1, found {args.threshold}")
+    path = args.file or DEFAULT_FILE
+    used = scanners(with_classifier=not args.rules_only)
+    rows = score(load(path), used)
+    data = {"file": str(path), "threshold": args.threshold, "scanners": [s.name for s in used],
+            **summary([r for r in rows if r.split == "test"], args.threshold),
+            "splits": {split: summary([r for r in rows if r.split == split], args.threshold)
+                       for split in ("dev", "test")}}
+    lines = [f"# Injection scanners on {path.name}", "",
+             f"Scanners: {', '.join(data['scanners'])}; threshold {args.threshold}. Headline: the test split "
+             "(rules written on dev rows; the classifier trained on dev).", "",
+             "| split | channel | n | tpr | fpr |", "|---|---|---|---|---|"]
+    for split, block in data["splits"].items():
+        for channel, r in block["by_channel"].items():
+            lines.append(f"| {split} | {channel} | {r['n']} | {r['tpr']} | {r['fpr']} |")
+    lines += ["", "| split | source | tpr | fpr |", "|---|---|---|---|"]
+    for split, block in data["splits"].items():
+        for source, r in block["by_source"].items():
+            lines.append(f"| {split} | {source} | {r['tpr']} | {r['fpr']} |")
+    lines += ["", "| split | scanner | tpr | fpr |", "|---|---|---|---|"]
+    for split, block in data["splits"].items():
+        for name, r in block["by_scanner"].items():
+            lines.append(f"| {split} | {name} | {r['tpr']} | {r['fpr']} |")
+    lines += ["", f"Scan time p50: {data['scan_ms_per_kb_p50']} ms per KB (test).",
+              "End-to-end scenarios: not built yet (null in the JSON).", ""]
+    print("\n".join(lines))
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        test = [r for r in rows if r.split == "test"]
+        curves = {f"test {c}": roc([r for r in test if r.record.channel.value == c]) for c in ("data", "user")}
+        out.with_suffix(".svg").write_text(roc_svg(curves, "Injection scanners: ROC on the test split"),
+                                           encoding="utf-8")
+        lines.append(f"![ROC]({out.with_suffix('.svg').name})")
+        out.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        out.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        print(f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.svg')}")
     return EXIT_OK
