@@ -279,23 +279,24 @@ class _Hops:
         return [self.reports[s.index] for s in trajectory.stages
                 if s.kind is StageKind.RETRIEVE and s.index in self.reports]
 
+    @staticmethod
+    def _union(reports: list[RetrievalResult], lead: tuple[ContextChunk, ...] = ()) -> tuple[ContextChunk, ...]:
+        """`lead`, then each report's safe context in order, the first copy of each text kept."""
+        seen: dict[str, ContextChunk] = {}
+        for c in (*lead, *(c for report in reports for c in report.context)):
+            seen.setdefault(c.chunk.text, c)
+        return tuple(seen.values())
+
     def context_for(self, trajectory: Trajectory) -> tuple[ContextChunk, ...]:
         """Every hop's safe context (latest run of each retrieve stage), deduplicated, hop order."""
-        seen: dict[str, ContextChunk] = {}
-        for report in self._current(trajectory):
-            for c in report.context:
-                seen.setdefault(c.chunk.text, c)
-        return tuple(seen.values())
+        return self._union(self._current(trajectory))
 
     def merged(self) -> RetrievalResult:
         reports = self._current()
         if not reports:
             return RetrievalResult((), (), (), (), (), {}, "full", False)
-        seen: dict[str, ContextChunk] = {self.finding.chunk.text: self.finding} if self.finding else {}
-        for report in reports:
-            for c in report.context:
-                seen.setdefault(c.chunk.text, c)
-        return RetrievalResult(tuple(seen.values()), tuple(c for r in reports for c in r.excluded),
+        context = self._union(reports, (self.finding,) if self.finding else ())
+        return RetrievalResult(context, tuple(c for r in reports for c in r.excluded),
                                tuple(d for r in reports for d in r.dropped),
                                tuple({s.agent_id: s for r in reports for s in r.suspects}.values()),
                                tuple(p for r in reports for p in r.positions), reports[-1].agreement,

@@ -66,3 +66,9 @@ def overlap(a: set[str], b: set[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / min(len(a), len(b))
+
+
+def shorten(text: str, limit: int) -> str:
+    """One line of at most `limit` characters, whitespace collapsed, "…" where it was cut."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

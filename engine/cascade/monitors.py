@@ -18,19 +18,21 @@ import numpy as np
 
 from ..stages.model import StageKind, StageResult, Trajectory
 from ..stages.reasoning import conclude
-from ..text import content_words, overlap
-from ..types import ClaimLabel
+from ..text import content_words, overlap, shorten
+from ..types import Claim, ClaimLabel
 from ..verify.alignment import conflicts, mid_sentence_capitals
 from ..verify.verifier import EvidenceVerifier, _word_order_similarity
 from .settings import CascadeSettings
 from .statements import Statement, all_sentences, facts, hedges, source_sentence
 
+QUOTE = 90                 # characters of a statement quoted in a reason
 NEAR_COPY = 0.6            # word-order similarity at which a statement restates a sentence (a changed slot contradicts it)
 # SFV for a statement the pool neither supports nor refutes: a retrieved passage may well be the only
 # one to say something; a conclusion should rest on corroborated evidence.
 # A tool's computed sentence is not something any passage states.
 NOT_ENOUGH_SCORE = {StageKind.RETRIEVE: 0.5, StageKind.TOOL: 0.0}
 NOT_ENOUGH_CONCLUSION = 0.75
+_UNASKED = object()
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,10 @@ class Monitors:
             judgement = self.verifier.judge_sync(st.text, pool)
             if judgement.label is ClaimLabel.REFUTED:
                 score = 1.0
-                reasons.append(f"SFV: the consensus pool refutes \"{_short(st.text)}\": {judgement.reason}")
+                reasons.append(f"SFV: the consensus pool refutes \"{shorten(st.text, QUOTE)}\": {judgement.reason}")
             elif judgement.label is ClaimLabel.NOT_ENOUGH:
                 score = NOT_ENOUGH_SCORE.get(result.kind, NOT_ENOUGH_CONCLUSION)
-                reasons.append(f"SFV: no corroborated passage says \"{_short(st.text)}\"")
+                reasons.append(f"SFV: no corroborated passage says \"{shorten(st.text, QUOTE)}\"")
             else:
                 score = 0.0
             if score and st.chunk is not None:
@@ -75,27 +77,30 @@ class Monitors:
         if not said or result.kind is StageKind.FORMULATE:
             return Reading(0.0)
         before = trajectory.upto(result.index)
+        touched, pool = trajectory.record, trajectory.pool
         # A retrieved passage's facts are new unless some other passage or stage has them.
         sources = ({st.chunk.text for st in said if st.chunk is not None}
                    if result.kind is StageKind.RETRIEVE else set())
         # The trajectory's record: every passage it has touched (a near-copy beside its original
         # contradicts it) and what earlier stages stated.
-        record = all_sentences(trajectory.record) + [c.text for s in before.stages for c in s.claims]
+        record = all_sentences(touched) + [c.text for s in before.stages for c in s.claims]
         travelling = {c.text for s in trajectory.stages for c in s.evidence}
         known = facts(trajectory.question) | {f for s in before.stages for f in facts(s.output)}
         if result.kind is StageKind.RETRIEVE:
-            known |= {f for c in trajectory.record if c.text not in sources for f in facts(c.text)}
+            known |= {f for c in touched if c.text not in sources for f in facts(c.text)}
         else:
             # A conclusion may only use what earlier stages handed on (stage i-1's output is its context).
             known |= {f for s in before.stages for c in (*s.evidence, *s.claims) for f in facts(c.text)}
-        pooled = {c.text for c in trajectory.pool}
+        pooled = {c.text for c in pool}
         worst, reasons, suspects = 0.0, [], []
         query = result.inputs[-1] if result.inputs else trajectory.question
-        pool = trajectory.pool
+        consensus = _UNASKED     # what the pool concludes for the query: computed once, when first needed
         for st in said:
             score, why = self._contradiction(st, record, travelling)
             if score < 1.0 and st.chunk is not None and st.chunk.text not in pooled and pool:
-                other, reason = _against_consensus(st, query, pool, trajectory.question)
+                if consensus is _UNASKED:
+                    consensus = conclude(query, pool, trajectory.question).claim
+                other, reason = _against_consensus(st, consensus, query, trajectory.question)
                 if other > score:
                     score, why = other, reason
             # Names or numbers the trajectory has never seen: where did the stage get them? A retrieved
@@ -136,7 +141,7 @@ class Monitors:
             if found:
                 travels = any(sentence in text for text in travelling)
                 return (1.0 if travels else 0.6,
-                        f"CSCT: \"{_short(st.text)}\" contradicts \"{_short(sentence)}\": {found[0].describe()}")
+                        f"CSCT: \"{shorten(st.text, QUOTE)}\" contradicts \"{shorten(sentence, QUOTE)}\": {found[0].describe()}")
         return 0.0, ""
 
     def _drift(self, trajectory: Trajectory, result: StageResult) -> float:
@@ -198,22 +203,16 @@ class Monitors:
         return round(ceiling * len(asked & answered) / len(asked), 3)
 
 
-def _against_consensus(st: Statement, query: str, pool, question: str) -> tuple[float, str]:
+def _against_consensus(st: Statement, consensus: Claim | None, query: str, question: str) -> tuple[float, str]:
     """A statement from a passage no second source returned, set beside what the corroborated passages
-    conclude for the same (sub-)question: if they conclude something else, the trajectory is about to
-    rest on the one source that disagrees with the rest."""
-    consensus = conclude(query, pool, question)
-    if consensus.claim is None:
+    conclude for the same (sub-)question (`consensus`): if they conclude something else, the trajectory
+    is about to rest on the one source that disagrees with the rest."""
+    if consensus is None:
         return 0.0, ""
     asked = set(content_words(query)) | set(content_words(question))
-    theirs = set(content_words(consensus.claim.text)) - asked
+    theirs = set(content_words(consensus.text)) - asked
     ours = set(content_words(st.text)) - asked
     if not theirs or not ours or overlap(theirs, ours) >= 0.3:
         return 0.0, ""
-    return 1.0, (f"CSCT: rests on one source's \"{_short(st.text)}\" where the corroborated passages conclude "
-                 f"\"{_short(consensus.claim.text)}\"")
-
-
-def _short(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return 1.0, (f"CSCT: rests on one source's \"{shorten(st.text, QUOTE)}\" where the corroborated passages conclude "
+                 f"\"{shorten(consensus.text, QUOTE)}\"")

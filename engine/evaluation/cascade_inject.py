@@ -28,6 +28,7 @@ from ..text import content_words
 from ..types import Chunk
 from ..verify.sentences import rank_sentences
 from ..verify.verifier import names
+from .lies import whole_word
 from .variants import paraphrase
 
 INJECTION_STAGE = {CascadeType.RETRIEVAL: 1, CascadeType.CONTEXT_POISONING: 1,
@@ -63,16 +64,12 @@ class Injection:
         return INJECTION_STAGE[self.kind]
 
 
-def _pattern(value: str) -> re.Pattern:
-    return re.compile(r"(?<![\w'’-])" + re.escape(value) + r"(?![\w'’-])")
-
-
 def swap_fact(sentence: str, pool_texts: Sequence[str], avoid: str, rng: random.Random) -> tuple[str, str, str] | None:
     """(old, new, kind): a name in the sentence swapped for another name of the paragraphs with as many
     words, or a year or number changed; None when the sentence states neither."""
     asked = set(content_words(avoid))
     # In the sentence's order (names() is a set): the same seed draws the same swap in every process.
-    own = sorted((n for n in names(sentence) if not set(content_words(n)) <= asked and _pattern(n).search(sentence)),
+    own = sorted((n for n in names(sentence) if not set(content_words(n)) <= asked and whole_word(n).search(sentence)),
                  key=lambda n: (sentence.find(n), n))
     if own:
         old = rng.choice(own)
@@ -105,7 +102,7 @@ def counterfactual(top: Chunk, sub_question: str, paragraphs: Sequence[Chunk], p
     if swap is None:
         return None
     old, new, _ = swap
-    edited = top.text.replace(key, _pattern(old).sub(new, key, count=1))
+    edited = top.text.replace(key, whole_word(old).sub(new, key, count=1))
     if paraphrased:
         edited = paraphrase(edited, sub_question, new, rng)
     return Chunk(f"{top.id}~cf", edited, source=top.source, metadata=dict(top.metadata))
@@ -128,7 +125,7 @@ def wrong_inference(sentence: str, title: str, sub_question: str, paragraphs: Se
         return None
     old, new, _ = swap
     wording = rng.choice(WORDINGS[1:] if adaptive else WORDINGS)
-    swapped = _pattern(old).sub(new, sentence, count=1)
+    swapped = whole_word(old).sub(new, sentence, count=1)
     return wording.format(sentence=swapped, title=title, sub=sub_question, wrong=new), new
 
 

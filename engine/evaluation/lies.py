@@ -128,7 +128,7 @@ def _fragment(sentence: str, name: str) -> bool:
     """A piece of a longer name, which a liar would not swap on its own: `names()` skips a sentence's
     first word ("Kingston Morning is ..." yields "Morning") and all-caps words ("DC Comics" yields
     "Comics", "NCAA Division I" yields "Division")."""
-    at = _pattern(name).search(sentence)
+    at = whole_word(name).search(sentence)
     if not at:
         return False
     before, after = sentence[:at.start()], sentence[at.end():]
@@ -147,7 +147,7 @@ def entities(text: str) -> list[Entity]:
             found.setdefault(match.group(0), (text.find(match.group(0)), Entity(match.group(0),
                                                                                 number_type(match.group(0)))))
         for name in names(sentence):
-            whole = _pattern(name).search(sentence) is not None    # "Ph" of "PhD" is no name
+            whole = whole_word(name).search(sentence) is not None    # "Ph" of "PhD" is no name
             function_word = name.lower() in STOPWORDS                # "That" opening a quoted title
             if not whole or function_word or any(w in MONTHS for w in name.split()) or _fragment(sentence, name):
                 continue
@@ -155,13 +155,13 @@ def entities(text: str) -> list[Entity]:
     return [e for _, e in sorted(found.values(), key=lambda pair: pair[0])]
 
 
-def _pattern(value: str) -> re.Pattern:
+def whole_word(value: str) -> re.Pattern:
     """The value as a whole word: not inside "PhD" or "Doyle-Murray"."""
     return re.compile(r"(?<![\w'’-])" + re.escape(value) + r"(?![\w'’-])")
 
 
 def replace_all(sentence: str, old: str, new: str) -> str:
-    return _pattern(old).sub(lambda _m: new, sentence)
+    return whole_word(old).sub(lambda _m: new, sentence)
 
 
 def _same_or_nested(a: str, b: str) -> bool:
@@ -190,7 +190,7 @@ def swap_in_passage(question: str, sentence: str, chunk: Chunk, gold: Sequence[s
                     kind: LieKind = LieKind.SWAP_IN_PASSAGE) -> Lie | Skip:
     for target in _targets(sentence, question, gold):
         pool = [e for e in entities(chunk.text) if e.type is target.type and not _same_or_nested(e.text, target.text)
-                and not _pattern(e.text).search(sentence) and not _is_gold(e.text, gold)]
+                and not whole_word(e.text).search(sentence) and not _is_gold(e.text, gold)]
         if not pool:
             continue
         new = rng.choice(pool).text
@@ -277,14 +277,14 @@ def wrong_relevant(question: str, honest_sentence: str, honest_chunk: str, conte
     frames = [(honest_sentence, honest_chunk)] + [(s.text, s.chunk_id) for s in rank_sentences(question, context)
                                                   if s.chunk_id in supporting] + \
              [(s.text, s.chunk_id) for s in rank_sentences(question, context)]
-    frame = next(((s, cid) for s, cid in frames if cid in by_id and _pattern(answer).search(s)), None)
+    frame = next(((s, cid) for s, cid in frames if cid in by_id and whole_word(answer).search(s)), None)
     if frame is None:
         return Skip(LieKind.WRONG_RELEVANT, "no context sentence states the gold answer")
     sentence, chunk_id = frame
 
     def candidates(found: Sequence[Entity]) -> list[str]:
         return [e.text for e in found if e.type is wanted and not _is_gold(e.text, gold)
-                and not _pattern(e.text).search(sentence)]
+                and not whole_word(e.text).search(sentence)]
     titles = [Entity(t, name_type(t)) for t in (re.sub(r"\s*\(.*\)$", "", c.title) for c in context) if t]
     others = [e for c in context if c.id != chunk_id for e in entities(c.text)]
     pool = ((candidates(entities(question)) if comparison else []) or candidates(titles) or candidates(others)

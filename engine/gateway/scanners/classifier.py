@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError
+from ...text import shorten
 from .. import features
 from .base import Channel, Finding
 
@@ -52,10 +53,5 @@ class InjectionClassifier:
             score = self.weights.score(window)
             if score > best:
                 best, where = score, window
-        evidence = (f"learned detector {best:.2f} on \"{_short(where)}\"",) if best >= 0.5 else ()
+        evidence = (f"learned detector {best:.2f} on \"{shorten(where, 80)}\"",) if best >= 0.5 else ()
         return Finding(self.name, round(best, 3), evidence)
-
-
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"

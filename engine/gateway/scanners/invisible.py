@@ -259,7 +259,8 @@ def _positions_text(positions: list[int], limit: int = 6) -> str:
     return shown + (f" and {len(runs) - limit} more places" if len(runs) > limit else "")
 
 
-def _printable(s: str, limit: int = 80) -> str:
+def printable(s: str, limit: int = 80) -> str:
+    """Plain text for evidence: one line, printable characters only, at most `limit` characters."""
     s = "".join(c if c.isprintable() else " " for c in s)
     s = re.sub(r"\s+", " ", s).strip()
     return s if len(s) <= limit else s[: limit - 3] + "..."
@@ -301,11 +302,11 @@ class InvisibleCharacters:
             if kind == "tag":
                 smuggled = decode_tags(text)
                 if smuggled.strip():
-                    line += f'; hidden ASCII reads "{_printable(smuggled)}"'
+                    line += f'; hidden ASCII reads "{printable(smuggled)}"'
             elif kind == "variation selectors":
                 smuggled = _decode_selectors(text, positions)
                 if smuggled.strip():
-                    line += f'; hidden bytes read "{_printable(smuggled)}"'
+                    line += f'; hidden bytes read "{printable(smuggled)}"'
             else:
                 names = sorted({unicodedata.name(text[p], f"U+{ord(text[p]):04X}") for p in positions})
                 line += " (" + ", ".join(names[:4]) + (", ..." if len(names) > 4 else "") + ")"
@@ -313,8 +314,8 @@ class InvisibleCharacters:
         if mixed:
             weights.append(_kind_weight("homoglyph word", len(mixed)))
             for w in mixed[:5]:
-                evidence.append(f'homoglyph word: "{_printable(w.word, 40)}" at {w.start} mixes Latin with '
-                                f'{w.foreign} look-alikes ({w.swapped}); reads as "{_printable(w.latin, 40)}"')
+                evidence.append(f'homoglyph word: "{printable(w.word, 40)}" at {w.start} mixes Latin with '
+                                f'{w.foreign} look-alikes ({w.swapped}); reads as "{printable(w.latin, 40)}"')
             if len(mixed) > 5:
                 evidence.append(f"homoglyph word: {len(mixed) - 5} more")
         score = 1.0

@@ -26,7 +26,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from .base import Channel, Finding
-from .invisible import decode_tags, map_lookalikes
+from .invisible import decode_tags, map_lookalikes, printable
 
 
 def _compile(source: str, cased: bool) -> re.Pattern[str]:
@@ -501,12 +501,6 @@ def normalise(text: str) -> Normalised:
     return Normalised(text, match, lower, hidden_from, joined)
 
 
-def _quote(s: str, limit: int = 80) -> str:
-    """Plain text for evidence: one line, printable characters only, at most `limit` characters."""
-    s = " ".join("".join(c if c.isprintable() else " " for c in s).split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
 def _windows(positions: list[tuple[int, int]], before: int, after: int, size: int) -> list[tuple[int, int]]:
     spans = sorted((max(0, s - before), min(size, e + after)) for s, e in positions)
     merged: list[tuple[int, int]] = []
@@ -567,7 +561,7 @@ class InstructionPatterns:
                 positions = None
             m = self._first_match(rule, norm, positions)
             if m:
-                out.append((rule, _quote(norm.display[m.start():m.end()]), m.start() >= norm.hidden_from))
+                out.append((rule, printable(norm.display[m.start():m.end()]), m.start() >= norm.hidden_from))
         return out
 
     def scan(self, text: str, channel: Channel) -> Finding:
