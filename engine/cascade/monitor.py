@@ -37,9 +37,11 @@ class CascadeMonitor:
         csct = self.monitors.csct(trajectory, result, said) if self.use[1] else None
         support = sfv.support if sfv else 1.0
         cpm = self.monitors.cpm(trajectory, result, said, support) if self.use[2] else None
-        a = tuple(r.score if r is not None else 0.0 for r in (sfv if self.use[0] else None, csct, cpm))
+        # SFV may run only for CPM's support figure; switched off, it neither scores nor blames.
+        used = (sfv if self.use[0] else None, csct, cpm)
+        a = tuple(r.score if r is not None else 0.0 for r in used)
         fired = trigger(*a, result.kind, self.settings)
-        readings = [r for r in (sfv if self.use[0] else None, csct, cpm) if r is not None]
+        readings = [r for r in used if r is not None]
         # A passage the pool corroborates is not excluded for contradicting a fake beside it (CSCT blames both).
         pooled = {c.id for c in trajectory.pool}
         blamed = [p for r in readings[:2] for p in r.suspects]
