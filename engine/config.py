@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from .errors import ConfigError
 from .reputation.settings import ReputationSettings
 from .cascade.settings import CascadeSettings
+from .gateway.settings import GatewaySettings
 from .risk import RiskPolicy, RiskRule
 from .types import AgentKind, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
 
@@ -87,6 +88,7 @@ class EngineSettings:
     risk: RiskPolicy = RiskPolicy()
     reputation: ReputationSettings = ReputationSettings()
     cascade: CascadeSettings = CascadeSettings()
+    gateway: GatewaySettings = GatewaySettings()
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode="optimistic"),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -146,6 +148,10 @@ def _typed(file: str, key: str, value: Any, expected: type) -> Any:
         return value
     if expected in (int, float, str) and isinstance(value, expected) and not isinstance(value, bool):
         return value
+    if expected == tuple[str, ...]:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ConfigError(file, key, f"expected a list of strings, found {value!r}")
     raise ConfigError(file, key, f"expected {expected.__name__}, found {value!r}")
 
 
@@ -167,7 +173,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     path = Path(path) if path else DEFAULT_SETTINGS
     file = str(path)
     data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk",
-                                                               "reputation", "cascade"})
+                                                               "reputation", "cascade", "gateway"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -183,6 +189,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         risk=_risk_policy(file, data["risk"]) if "risk" in data else RiskPolicy(),
         reputation=_reputation(file, data.get("reputation", {})),
         cascade=_build_section(file, "cascade", CascadeSettings, data.get("cascade", {})),
+        gateway=_build_section(file, "gateway", GatewaySettings, data.get("gateway", {})),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),

@@ -129,11 +129,20 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class ToolRequest:
+    """An agent asks the engine to run a tool for it (send a message, write its memory, query a table).
+    The engine runs it only if the permission matrix allows it (engine/gateway/permissions.py)."""
+    tool: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Generation:
     answer: str
     reasoning: tuple[str, ...] = ()
     claims: tuple[Claim, ...] = ()
     confidence: float = 0.0
+    actions: tuple[ToolRequest, ...] = ()   # tool calls the generator asks for beside its answer
 
 
 @dataclass(frozen=True)

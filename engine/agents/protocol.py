@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import AgentProtocolError
-from ..types import Chunk, Claim, ClaimLabel, Generation
+from ..types import Chunk, Claim, ClaimLabel, Generation, ToolRequest
 
 MAX_K = 50
 MAX_QUERY_CHARS = 4000
@@ -54,7 +54,8 @@ def parse_chunks(agent_id: str, data: Any) -> tuple[Chunk, ...]:
 def generation_to_json(gen: Generation) -> dict[str, Any]:
     return {"answer": gen.answer, "reasoning": list(gen.reasoning),
             "claims": [{"text": c.text, "citations": list(c.citations)} for c in gen.claims],
-            "confidence": gen.confidence}
+            "confidence": gen.confidence,
+            **({"actions": [{"tool": a.tool, "params": dict(a.params)} for a in gen.actions]} if gen.actions else {})}
 
 
 def parse_generation(agent_id: str, data: Any) -> Generation:
@@ -72,7 +73,28 @@ def parse_generation(agent_id: str, data: Any) -> Generation:
     confidence = float(_require(agent_id, data, "confidence", (int, float), ""))
     if not 0.0 <= confidence <= 1.0:
         raise AgentProtocolError(agent_id, f"confidence {confidence} is outside 0..1")
-    return Generation(answer=answer, reasoning=tuple(reasoning), claims=tuple(claims), confidence=confidence)
+    return Generation(answer=answer, reasoning=tuple(reasoning), claims=tuple(claims), confidence=confidence,
+                      actions=parse_actions(agent_id, data.get("actions", [])))
+
+
+MAX_ACTIONS = 8
+
+
+def parse_actions(agent_id: str, data: Any) -> tuple[ToolRequest, ...]:
+    """Optional `actions: [{"tool": str, "params": {..}}]`: tool calls a generator asks for."""
+    if not isinstance(data, list):
+        raise AgentProtocolError(agent_id, "actions is not a list")
+    if len(data) > MAX_ACTIONS:
+        raise AgentProtocolError(agent_id, f"{len(data)} actions; at most {MAX_ACTIONS} are taken")
+    out = []
+    for i, item in enumerate(data):
+        where = f"actions[{i}]."
+        tool = _require(agent_id, item, "tool", str, where)
+        params = item.get("params", {})
+        if not isinstance(params, dict):
+            raise AgentProtocolError(agent_id, f"{where}params is not an object")
+        out.append(ToolRequest(tool, params))
+    return tuple(out)
 
 
 def parse_retrieve_request(data: Any) -> tuple[str, int, str]:

@@ -59,6 +59,47 @@ MIGRATIONS: list[str] = [
         CHECK((acknowledged_by IS NULL) = (acknowledged_at IS NULL)));
     CREATE INDEX alerts_open ON alerts(acknowledged_at, at);
     """,
+    # 4: per-agent memory (engine.memory): every write versioned with its trace id, snapshots to roll
+    # back to, and every read, so the spread of a tainted entry can be traced.
+    """
+    CREATE TABLE memory_entries (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL, key TEXT NOT NULL,
+        content TEXT NOT NULL, version INTEGER NOT NULL, author TEXT NOT NULL, trace_id TEXT NOT NULL,
+        written_at REAL NOT NULL, screen_score REAL NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'active' CHECK(status IN ('active','superseded','quarantined','rolled_back')),
+        status_why TEXT NOT NULL DEFAULT '', UNIQUE(namespace, key, version));
+    CREATE INDEX memory_entries_ns ON memory_entries(namespace, key, status);
+    CREATE INDEX memory_entries_trace ON memory_entries(trace_id);
+    CREATE TABLE memory_reads (id INTEGER PRIMARY KEY, entry_id INTEGER NOT NULL REFERENCES memory_entries(id),
+        reader TEXT NOT NULL, trace_id TEXT NOT NULL, at REAL NOT NULL);
+    CREATE INDEX memory_reads_entry ON memory_reads(entry_id, at);
+    CREATE TABLE memory_snapshots (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL, label TEXT NOT NULL,
+        at REAL NOT NULL, last_entry_id INTEGER NOT NULL, created_by TEXT NOT NULL);
+    CREATE INDEX memory_snapshots_ns ON memory_snapshots(namespace, at);
+    """,
+    # 5: the gateway (engine.gateway): every message of a trace, with its parent, and each decision
+    # that stopped or changed a message, with the scanners' evidence.
+    """
+    CREATE TABLE trace_events (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, parent_trace_id TEXT NOT NULL,
+        kind TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, trust TEXT NOT NULL,
+        summary TEXT NOT NULL, data TEXT NOT NULL, at REAL NOT NULL);
+    CREATE INDEX trace_events_trace ON trace_events(trace_id, id);
+    CREATE INDEX trace_events_parent ON trace_events(parent_trace_id, id);
+    CREATE TABLE gateway_decisions (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, parent_trace_id TEXT NOT NULL,
+        source TEXT NOT NULL, target TEXT NOT NULL, kind TEXT NOT NULL, trust TEXT NOT NULL, channel TEXT NOT NULL,
+        action TEXT NOT NULL, score REAL NOT NULL, evidence TEXT NOT NULL, excerpt TEXT NOT NULL, at REAL NOT NULL);
+    CREATE INDEX gateway_decisions_at ON gateway_decisions(at);
+    """,
+    # 6: agents' tool calls (engine.gateway.tools): each call with its decision; outward actions wait
+    # here for an operator when the agent is in approval mode; the outbox holds what was "sent".
+    """
+    CREATE TABLE tool_calls (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+        tool TEXT NOT NULL, params TEXT NOT NULL,
+        status TEXT NOT NULL CHECK(status IN ('done','refused','pending','approved','rejected')),
+        why TEXT NOT NULL, result TEXT NOT NULL DEFAULT '', at REAL NOT NULL, decided_by TEXT, decided_at REAL);
+    CREATE INDEX tool_calls_status ON tool_calls(status, at);
+    CREATE TABLE outbox (id INTEGER PRIMARY KEY, tool_call_id INTEGER NOT NULL REFERENCES tool_calls(id),
+        recipient TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL, at REAL NOT NULL);
+    """,
 ]
 
 

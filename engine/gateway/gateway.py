@@ -1,0 +1,68 @@
+"""The gateway: every envelope passes the scanners config names, in order, and gets one decision.
+
+Decision per channel (settings.py):
+- DATA: score ≥ data_block → BLOCK; ≥ data_escalate → ESCALATE; hidden characters alone → SANITISE;
+- USER: score ≥ user_block → BLOCK; ≥ user_escalate → ESCALATE (the answer waits for a person).
+The combined score is the highest scanner score: each scanner is calibrated on its own, and one
+confident reading is enough (an attacker only needs one trick).
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from .decision import Action, Screening
+from .envelope import Envelope
+from .scanners.base import Channel, Finding, Scanner
+from .scanners.invisible import sanitise
+from .settings import GatewaySettings
+
+
+class Gateway:
+    def __init__(self, settings: GatewaySettings, scanners: Sequence[Scanner]) -> None:
+        self.settings = settings
+        self.scanners = tuple(scanners)
+
+    def _block_level(self, channel: Channel) -> float:
+        return self.settings.user_block if channel is Channel.USER else self.settings.data_block
+
+    def score(self, text: str, channel: Channel) -> tuple[float, tuple[Finding, ...]]:
+        """Runs the scanners in order; stops early once one alone reaches the block level."""
+        findings: list[Finding] = []
+        best, block = 0.0, self._block_level(channel)
+        for scanner in self.scanners:
+            finding = scanner.scan(text, channel)
+            findings.append(finding)
+            best = max(best, finding.score)
+            if best >= block:
+                break
+        return best, tuple(findings)
+
+    def screen(self, envelope: Envelope) -> Screening:
+        started = time.perf_counter()
+        text = envelope.content
+        cut = ""
+        if envelope.channel is Channel.DATA and len(text) > self.settings.max_data_chars:
+            text, cut = text[:self.settings.max_data_chars], f"cut at {self.settings.max_data_chars} characters"
+        if not self.settings.enabled:
+            return Screening(envelope, Action.ALLOW, 0.0, (), text, _ms(started))
+        score, findings = self.score(text, envelope.channel)
+        if cut:
+            findings += (Finding("gateway", 0.0, (f"{len(envelope.content)} characters, {cut}",)),)
+        action = self._decide(envelope.channel, score)
+        hidden = any(f.scanner == "invisible" and f.score > 0 for f in findings)
+        if action is Action.ALLOW and hidden and self.settings.sanitise and envelope.channel is Channel.DATA:
+            action, text = Action.SANITISE, sanitise(text)
+        return Screening(envelope, action, round(score, 3), findings, text, _ms(started))
+
+    def _decide(self, channel: Channel, score: float) -> Action:
+        s = self.settings
+        if channel is Channel.USER:
+            return Action.BLOCK if score >= s.user_block else Action.ESCALATE if score >= s.user_escalate \
+                else Action.ALLOW
+        return Action.BLOCK if score >= s.data_block else Action.ESCALATE if score >= s.data_escalate \
+            else Action.ALLOW
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
