@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import asyncio
 import json
 import os
@@ -23,6 +24,12 @@ def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     parser.add_argument("--corpus", type=Path, default=default,
                         help="folder of .md/.txt files the built-in retrievers index")
     parser.add_argument("--db", type=Path, default=default, help="SQLite file (default: user data dir, or $QUORUM_DB)")
+
+
+# Commands that live beside their engine package: each module has add_parser(sub) and run(args).
+COMMAND_MODULES = {
+    "trace": "engine.gateway.trace_cli",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_agents_parser(sub, _common)
     from engine.evaluation.cli import add_eval_parser
     add_eval_parser(sub)
+    for module in COMMAND_MODULES.values():
+        importlib.import_module(module).add_parser(sub)
     return parser
 
 
@@ -327,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_agents(args, *_load(args))
         if args.command == "eval":
             return _eval(args, from_command_line=argv is None)
+        if args.command in COMMAND_MODULES:
+            return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
         from console.app import run_console
         fleet, settings = _load(args)
         return run_console(fleet, settings, db_path=args.db)

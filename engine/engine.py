@@ -16,7 +16,8 @@ from .config import EngineSettings, FleetConfig
 from .corpus import load_corpus
 from .errors import AgentError, InputError
 from .reputation.answer_evidence import DecidedAnswer
-from .pipeline import Pipeline
+from .gateway.build import build_gateway
+from .pipeline import Pipeline, QuestionBlocked
 from .registry import AgentRegistry, AgentView
 from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
@@ -24,7 +25,8 @@ from .text import sentences
 from .review import ReviewItem, ReviewQueue, needs_review
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.db import Store
-from .events import AgentChanged, EngineReady, ReviewEnqueued, TrustUpdated
+from .store.traces import DecisionRow, TraceLine, recent_decisions_sync, trace_sync, write_report
+from .events import AgentChanged, EngineReady, GatewayFlagged, ReviewEnqueued, TrustUpdated
 from .trust import TrustKeeper, TrustUpdate
 from .types import AgentKind, AgentState, Answer, RiskTier
 
@@ -56,8 +58,10 @@ class Engine:
         self.client = AgentClient(settings.limits, transport=transport)
         self.launcher = FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state) if launch else None
         self.embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), self.cache_dir / "engine")
+        self.gateway = build_gateway(settings.gateway, self.embedder) if settings.gateway.enabled else None
         self.pipeline = Pipeline(settings, self.client, self.registry, self._emit,
-                                 SecureRetrieval(settings.retrieval, self.embedder), clock=clock)
+                                 SecureRetrieval(settings.retrieval, self.embedder), clock=clock,
+                                 gateway=self.gateway)
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
 
@@ -144,7 +148,11 @@ class Engine:
 
     async def ask(self, question: str, tier: RiskTier | None = None) -> Answer:
         """tier: the operator's choice; None lets the settings' risk rules classify the question."""
-        answer = await self.pipeline.ask(question, tier)
+        try:
+            answer = await self.pipeline.ask(question, tier)
+        except QuestionBlocked as blocked:
+            await self._record_blocked(blocked)
+            raise
         why = needs_review(answer)
         # The answer and, where it needs one, its review item commit in one transaction.
         item_id = await self.store.record_answer(answer, also=self.review.insert_in_transaction(answer, why)
@@ -153,9 +161,19 @@ class Engine:
         update = await self.trust.after_answer(answer)
         self._show_trust({o.agent_id for o in answer.agents} | update.agents)
         self._emit(TrustUpdated(update, answer.trace_id, self.clock()))
+        if answer.gateway is not None and answer.gateway.flags:
+            self._emit(GatewayFlagged(answer.gateway.flags, answer.trace_id, self.clock()))
         if item is not None:
             self._emit(ReviewEnqueued(item, answer.trace_id, self.clock()))
         return answer
+
+    async def _record_blocked(self, blocked: QuestionBlocked) -> None:
+        """A question the gateway stopped: its trace and the decision are saved and audited, and the
+        console hears of it, though no answer was made."""
+        def write() -> None:
+            write_report(self.store, blocked.report)
+        await self.store.call(lambda: self.store.transaction(write))
+        self._emit(GatewayFlagged(blocked.report.flags, blocked.trace_id, self.clock()))
 
     # --- the operator's hand ---------------------------------------------------------------
     async def quarantine(self, agent_id: str, reason: str, operator: str) -> AgentView:
@@ -194,6 +212,16 @@ class Engine:
                 record = self.trust.book.record(agent_id)
                 self.registry.set_trust(agent_id, round(record.score, 4), record.state.value)
                 self._emit(AgentChanged(self.registry.get(agent_id), "", self.clock()))
+
+    # --- the gateway's record ----------------------------------------------------------------
+    async def gateway_decisions(self, limit: int = 200) -> tuple[DecisionRow, ...]:
+        """Messages the gateway blocked, sanitised or escalated, newest first, with their evidence."""
+        return await self.store.call(recent_decisions_sync, self.store, limit)
+
+    async def trace(self, trace_id: str) -> tuple[TraceLine, ...]:
+        """The whole chain of one question or message (`main.py trace`): messages, scans, tool calls,
+        memory reads and writes, decisions, audit events, each with its depth under the root."""
+        return await self.store.call(trace_sync, self.store, trace_id.strip())
 
     async def review_item_for(self, trace_id: str) -> ReviewItem | None:
         """The approval-queue item of the answer with this trace id, or None if it did not need review."""

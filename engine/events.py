@@ -13,6 +13,7 @@ from .types import RiskTier
 
 if TYPE_CHECKING:   # only for annotations: the registry and the review queue import the engine's types
     from .cascade.types import CascadeOutcome, StageScore
+    from .gateway.report import GatewayFlag
     from .registry import AgentView
     from .review import ReviewItem
     from .trust import TrustUpdate
@@ -75,3 +76,11 @@ class CascadeResolved:
 
 
 EngineEvent = Any   # one of the classes above, a reputation event, or a generic types.Event
+
+
+@dataclass(frozen=True)
+class GatewayFlagged:
+    """The gateway blocked, sanitised or escalated messages of one question (or its question itself)."""
+    flags: tuple["GatewayFlag", ...]
+    trace_id: str
+    at: float

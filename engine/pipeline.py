@@ -18,6 +18,11 @@ from .errors import AgentError, InputError
 from .cascade.monitor import CascadeMonitor
 from .cascade.monitors import Monitors
 from .events import CascadeResolved, CascadeScored, QuestionReceived
+from .gateway.envelope import lowest
+from .gateway.gateway import Gateway
+from .gateway.observer import GatewayObserver
+from .gateway.report import TraceKind
+from .gateway.session import GatewaySession
 from .generation.adjudicate import Decision, adjudicate
 from .generation.challenge import NoReply, challenge
 from .registry import AgentRegistry, AgentView
@@ -26,7 +31,7 @@ from .stages.decompose import decompose
 from .stages.model import StageKind, StageResult, Trajectory
 from .stages.runner import Exclusions, StageRunner
 from .retrieval.secure import RetrievalResult, SecureRetrieval
-from .types import AgentKind, Answer, Chunk, Citation, ContextChunk, Event, RiskTier, Role, Verdict
+from .types import AgentKind, Answer, Chunk, Citation, ContextChunk, Event, RiskTier, Role, TrustLevel, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[object], None]   # engine.events types and generic Events
@@ -45,10 +50,23 @@ def screen_question(question: str, max_chars: int) -> str:
     return text
 
 
+class QuestionBlocked(InputError):
+    """The gateway stopped the operator's question itself (an override of the engine's rules)."""
+
+    def __init__(self, question: str, trace_id: str, report) -> None:
+        flag = report.blocked[0]
+        super().__init__(f"the gateway blocked the question (score {flag.score:.2f}): "
+                         + "; ".join(flag.evidence[:2]))
+        self.question, self.trace_id, self.report = question, trace_id, report
+
+
 class Pipeline:
     def __init__(self, settings: EngineSettings, client: AgentClient, registry: AgentRegistry, emit: Emit,
-                 secure: SecureRetrieval, clock: Callable[[], float] = time.time) -> None:
+                 secure: SecureRetrieval, clock: Callable[[], float] = time.time,
+                 gateway: Gateway | None = None) -> None:
         self.settings = settings
+        self.gateway = gateway
+        self.tools = None        # the tool broker (engine.gateway.tools), set by the engine
         self.client = client
         self.registry = registry
         self.emit = emit
@@ -112,6 +130,10 @@ class Pipeline:
         question = screen_question(question, self.settings.limits.max_question_chars)
         trace_id = trace_id or new_trace_id()
         asked_at = self.clock()
+        session = GatewaySession(self.gateway, trace_id, self.clock)
+        asked = await asyncio.to_thread(session.question, question)
+        if not asked.passes and asked.action.value == "block":
+            raise QuestionBlocked(question, trace_id, session.report())
         tiering = self.settings.risk.classify(question, override=tier)
         tier = tiering.tier
         policy = self.settings.tier(tier)
@@ -121,10 +143,12 @@ class Pipeline:
         monitor = self._monitor(trace_id)
         hops = _Hops()
         decomposition = decompose(question)
-        fetch = self._fetcher(question, tier, policy, trace_id, timings, hops)
+        fetch = self._fetcher(question, tier, policy, trace_id, timings, hops, session)
         plan = [steps.formulate(), *steps.hop_steps(decomposition, fetch, reason_single=False),
-                self._synthesize_step(question, tier, policy, trace_id, timings, hops)]
-        runner = StageRunner([monitor] if monitor else [], max_reruns=self.settings.cascade.max_reruns,
+                self._synthesize_step(question, tier, policy, trace_id, timings, hops, session)]
+        # The gateway looks at every stage boundary first: an instruction in a stage's output stops there.
+        observers = [GatewayObserver(session)] if self.gateway is not None else []
+        runner = StageRunner(observers + ([monitor] if monitor else []), max_reruns=self.settings.cascade.max_reruns,
                              offload=True)
         run = await runner.run(Trajectory(question, trace_id, decomposition), plan)
         cascade = monitor.outcome(run) if monitor else None
@@ -150,6 +174,12 @@ class Pipeline:
                      if decision.chosen else set())
             citations = tuple(Citation(c.chunk.id, c.chunk.source, c.chunk.title, c.chunk.text)
                               for c in report.context if c.chunk.id in cited)
+        gateway = session.report()
+        if gateway.blocked:
+            reason += f"; the gateway blocked {len(gateway.blocked)} message(s) carrying instructions"
+        if gateway.escalated:
+            reason += f"; {len(gateway.escalated)} message(s) held for a person by the gateway"
+        timings["gateway"] = gateway.scan_ms
         if report.fallback:
             reason += "; retrievers did not agree on any passage, so single-agent passages were used"
         if report.positions:
@@ -159,7 +189,7 @@ class Pipeline:
                         citations=citations, agents=tuple(outcomes), context=report.context,
                         candidates=candidates, timings_ms=timings, asked_at=asked_at, excluded=report.excluded,
                         suspects=report.suspects, tier_reason=tiering.reason, stages=run.trajectory.stages,
-                        cascade=cascade)
+                        cascade=cascade, gateway=session.report())
         self._event("answer.decided", trace_id, answer=answer)
         return answer
 
@@ -173,7 +203,7 @@ class Pipeline:
             self.emit, CascadeScored(score, trace_id, self.clock()))
         return CascadeMonitor(self.monitors, self.settings.cascade, report=report)
 
-    def _fetcher(self, question, tier, policy, trace_id, timings, hops: "_Hops") -> steps.Fetch:
+    def _fetcher(self, question, tier, policy, trace_id, timings, hops: "_Hops", session: GatewaySession) -> steps.Fetch:
         """Retrieval for one (sub-)question: fan-out to the retrievers, then secure retrieval."""
         async def fetch(query: str, index: int, exclusions: Exclusions) -> steps.Fetched:
             started = time.perf_counter()
@@ -184,8 +214,15 @@ class Pipeline:
                 v.spec, v.url, query, k, trace_id))
             timings["retrieve"] = timings.get("retrieve", 0.0) + _ms(started)
             started = time.perf_counter()
-            replies = {r.outcome.agent_id: [c for c in r.value if not exclusions.excludes(c.id, c.text)]
-                       for r in retrieved if r.value is not None}
+            # Every passage passes the gateway as data from outside, whatever its retriever claims.
+            trust = {v.spec.id: lowest(v.spec.trust, TrustLevel.EXTERNAL) for v in retrievers}
+            screened = await asyncio.to_thread(lambda: {
+                r.outcome.agent_id: session.passages(r.outcome.agent_id, r.value, trust[r.outcome.agent_id])
+                for r in retrieved if r.value is not None})
+            timings["gateway_passages"] = timings.get("gateway_passages", 0.0) + _ms(started)
+            started = time.perf_counter()
+            replies = {agent: [c for c in chunks if not exclusions.excludes(c.id, c.text)]
+                       for agent, chunks in screened.items()}
             kinds = {v.spec.id: v.spec.backend or v.spec.kind.value for v in retrievers}
             # CPU work (embedding, clustering) runs off the loop so the console stays responsive.
             report = await asyncio.to_thread(self.secure.run, query, replies, kinds=kinds,
@@ -205,7 +242,7 @@ class Pipeline:
                 agents=tuple(replies), note="fallback: no passage had a quorum" if report.fallback else "")
         return fetch
 
-    def _synthesize_step(self, question, tier, policy, trace_id, timings, hops: "_Hops"):
+    def _synthesize_step(self, question, tier, policy, trace_id, timings, hops: "_Hops", session: GatewaySession):
         async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
             index = len(trajectory.stages)
             hops.decision = None
@@ -223,9 +260,10 @@ class Pipeline:
                 v.spec, v.url, question, context, trace_id))
             timings["generate"] = _ms(started)
             hops.generated = [r.outcome for r in generated]
+            replies = await asyncio.to_thread(self._screen_generations, session, generators, generated)
+            await self._run_actions(session, replies, trace_id)
             started = time.perf_counter()
-            decision = await adjudicate(question, {r.outcome.agent_id: r.value for r in generated
-                                                   if r.value is not None},
+            decision = await adjudicate(question, replies,
                                         context_chunks, self.settings.generation, self._verifier(tier),
                                         embedder=self.secure.embedder, reputations=self._reputations(),
                                         trace_id=trace_id)
@@ -242,6 +280,29 @@ class Pipeline:
                                claims=chosen.generation.claims, evidence=context, confidence=confidence,
                                agents=(chosen.agent_id,), note=decision.verdict.value)
         return step
+
+    @staticmethod
+    def _screen_generations(session: GatewaySession, generators: list[AgentView], generated: list[CallResult]):
+        """Generators' replies that pass the gateway (a reply carrying instructions is dropped whole)."""
+        trust = {v.spec.id: lowest(v.spec.trust, TrustLevel.TOOL) for v in generators}
+        return {r.outcome.agent_id: r.value for r in generated
+                if r.value is not None and session.generation(r.outcome.agent_id, r.value,
+                                                              trust[r.outcome.agent_id]).passes}
+
+    async def _run_actions(self, session: GatewaySession, replies: dict, trace_id: str) -> None:
+        """Tool calls the generators asked for go through the tool broker (permission matrix, approval)."""
+        if self.tools is None:
+            for agent, gen in replies.items():
+                for action in gen.actions:
+                    session.note(TraceKind.TOOL_CALL, agent, action.tool, f"refused {action.tool}: no tool broker",
+                                 data={"tool": action.tool, "status": "refused"})
+            return
+        for agent, gen in replies.items():
+            for action in gen.actions:
+                result = await self.tools.handle(agent, action, trace_id)
+                session.note(TraceKind.TOOL_CALL, agent, action.tool,
+                             f"{result.status.value} {action.tool}: {result.why}",
+                             data={"tool": action.tool, "status": result.status.value, "why": result.why})
 
 
 FINDING_ID = "engine/tool"

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Protocol
 
-from .config import FleetConfig
+from .config import ROLE_OPERATION, FleetConfig
 from .types import AgentOutcome, AgentSpec, AgentState, CallStatus, RiskTier, Role
 
 
@@ -34,6 +34,12 @@ class AgentView:
     def reliability(self) -> float | None:
         """Share of this agent's calls that returned a usable reply (None before any call)."""
         return self.ok_calls / self.calls if self.calls else None
+
+
+def permitted(spec: AgentSpec) -> bool:
+    """The engine calls an agent only for the operation its role does and its permissions list (an
+    empty list is the role's own grant: the config loader never leaves it empty)."""
+    return not spec.permissions or ROLE_OPERATION[spec.role] in spec.permissions
 
 
 class AgentRegistry:
@@ -85,7 +91,8 @@ class AgentRegistry:
         """Enabled agents of a role that are up and that the reputation book lets work at this tier
         (never a quarantined one; one on probation only at low risk; at high risk only above the
         floor), the most trusted first, then the best call record."""
-        views = [v for v in self._views.values() if v.spec.role is role and v.state is AgentState.UP and v.url]
+        views = [v for v in self._views.values() if v.spec.role is role and v.state is AgentState.UP and v.url
+                 and permitted(v.spec)]
         scores: Mapping[str, float] = {}
         if self.trust is not None:
             views = [v for v in views if self.trust.eligible(v.spec.id, tier)[0]]
@@ -102,7 +109,10 @@ class AgentRegistry:
             return []
         out = []
         for v in self._views.values():
-            if v.spec.role is role and v.state is AgentState.UP and v.url:
+            if v.spec.role is role and v.state is AgentState.UP and v.url and not permitted(v.spec):
+                out.append((v.spec.id, f"its permissions do not include {ROLE_OPERATION[role]} "
+                                       f"(fleet file: {', '.join(v.spec.permissions) or 'none'})"))
+            elif v.spec.role is role and v.state is AgentState.UP and v.url:
                 ok, why = self.trust.eligible(v.spec.id, tier)
                 if not ok:
                     out.append((v.spec.id, why))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:   # the stage and cascade packages build on these types; only annotations point back
     from .cascade.types import CascadeOutcome
+    from .gateway.report import GatewayReport
     from .stages.model import StageResult
 
 
@@ -72,6 +73,8 @@ class FaultKind(str, enum.Enum):
     BIAS = "bias"                # generator: advertising or opinion slipped into the answer
     UNCITED = "uncited"          # generator: an extra factual claim with no citation
     SWAP = "swap"                # generator: a name or number swapped for another from its own cited passage
+    OVERREACH = "overreach"      # generator: asks for tools, peers and memory outside its permissions
+    MEMORY_POISON = "memory-poison"   # generator: writes an instruction into its memory for later questions
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class FaultProfile:
     group: str = ""              # colluders sharing a group tell the same lie
     delay_s: float = 0.0         # for slow
     after_requests: int = 0      # for crash: exit on request number after_requests + 1
+    texts_file: str = ""         # inject / memory-poison: JSON Lines ({"text": ...}) of the texts to plant
 
 
 @dataclass(frozen=True)
@@ -277,6 +281,7 @@ class Answer:
     tier_reason: str = ""                            # which rule, default or operator choice set the tier
     stages: tuple["StageResult", ...] = ()           # the trajectory: formulate, retrieve, reason, tool, synthesize
     cascade: "CascadeOutcome | None" = None          # what the cascade monitor saw and did (None: not watched)
+    gateway: "GatewayReport | None" = None           # what the thought-virus gateway screened, blocked, escalated
 
     def agents_ok(self, role: Role) -> int:
         return sum(1 for a in self.agents if a.role is role and a.status is CallStatus.OK)

@@ -61,7 +61,19 @@ def observations(answer: Answer, *, local_verifier: str = LOCAL_VERIFIER) -> lis
     _generation(answer, ledger)
     _verification(answer, ledger, local_verifier)
     _cascade(answer, ledger)
+    _gateway(answer, ledger)
     return ledger.observations(answer.trace_id, answer)
+
+
+def _gateway(answer: Answer, ledger: _Ledger) -> None:
+    """A message the gateway blocked counts against the agent that carried it (the scanners are the
+    engine's own check). Sanitised and escalated messages do not: they passed, or a person decides."""
+    report = answer.gateway
+    if report is None or not report.blame_carrier:
+        return
+    roles = {o.agent_id: o.role for o in answer.agents}
+    for agent in sorted({f.source for f in report.blocked if f.source in roles}):
+        ledger.add(agent, roles[agent], EvidenceReason.CARRIED_INJECTION, engine_checked=True, witnesses=frozenset())
 
 
 def _cascade(answer: Answer, ledger: _Ledger) -> None:

@@ -24,6 +24,8 @@ class EvidenceReason(str, enum.Enum):
     CONTRADICTED_BY_CHOSEN = "contradicted_by_chosen"
     CITED_UNKNOWN = "cited_unknown"                  # cited a chunk id that is not in the context it was given
     CASCADE_SOURCE = "cascade_source"                # the cascade monitor traced a fired cascade to its answer
+    # any role
+    CARRIED_INJECTION = "carried_injection"          # the gateway blocked a message this agent carried
     # verification
     VOTE_AGREED = "vote_agreed"
     VOTE_OUTVOTED = "vote_outvoted"

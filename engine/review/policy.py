@@ -22,6 +22,10 @@ def needs_review(answer: Answer) -> str:
         return "a cascade was held for review: " + answer.cascade.reason
     if answer.cascade is not None and answer.cascade.fired and answer.cascade.review:
         return "a cascade fired on this question: " + answer.cascade.reason
+    if answer.gateway is not None and answer.gateway.escalated:
+        flag = answer.gateway.escalated[0]
+        return (f"the gateway held a {flag.kind} from {flag.source} for a person "
+                f"(score {flag.score:.2f}): " + "; ".join(flag.evidence[:1]))
     if answer.tier is RiskTier.MEDIUM and answer.verdict is Verdict.ABSTAINED:
         return "no consistent conclusion on a medium-risk question"
     return ""

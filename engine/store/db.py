@@ -68,6 +68,7 @@ MIGRATIONS: list[str] = [
         status TEXT NOT NULL DEFAULT 'active' CHECK(status IN ('active','superseded','quarantined','rolled_back')),
         status_why TEXT NOT NULL DEFAULT '', UNIQUE(namespace, key, version));
     CREATE INDEX memory_entries_ns ON memory_entries(namespace, key, status);
+    CREATE UNIQUE INDEX memory_entries_one_active ON memory_entries(namespace, key) WHERE status = 'active';
     CREATE INDEX memory_entries_trace ON memory_entries(trace_id);
     CREATE TABLE memory_reads (id INTEGER PRIMARY KEY, entry_id INTEGER NOT NULL REFERENCES memory_entries(id),
         reader TEXT NOT NULL, trace_id TEXT NOT NULL, at REAL NOT NULL);
@@ -94,9 +95,11 @@ MIGRATIONS: list[str] = [
     """
     CREATE TABLE tool_calls (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, agent_id TEXT NOT NULL,
         tool TEXT NOT NULL, params TEXT NOT NULL,
-        status TEXT NOT NULL CHECK(status IN ('done','refused','pending','approved','rejected')),
-        why TEXT NOT NULL, result TEXT NOT NULL DEFAULT '', at REAL NOT NULL, decided_by TEXT, decided_at REAL);
+        status TEXT NOT NULL CHECK(status IN ('done','refused','failed','pending','approved','rejected')),
+        why TEXT NOT NULL, result TEXT NOT NULL DEFAULT '', at REAL NOT NULL, decided_by TEXT, decided_at REAL,
+        reason TEXT, CHECK((decided_by IS NULL) = (decided_at IS NULL)));
     CREATE INDEX tool_calls_status ON tool_calls(status, at);
+    CREATE INDEX tool_calls_trace ON tool_calls(trace_id);
     CREATE TABLE outbox (id INTEGER PRIMARY KEY, tool_call_id INTEGER NOT NULL REFERENCES tool_calls(id),
         recipient TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL, at REAL NOT NULL);
     """,
@@ -248,6 +251,9 @@ class Store:
                                                 "sfv": x.a_sfv, "csct": x.a_csct, "cpm": x.a_cpm, "p": x.p,
                                                 "fired": x.fired, "suspect_passages": list(x.suspect_passages),
                                                 "suspect_agents": list(x.suspect_agents)} for x in cascade.scores]})
+            if answer.gateway is not None:
+                from .traces import write_report   # the gateway's trace and decisions, same transaction
+                write_report(self, answer.gateway)
             return also() if also else None
         return self._transaction(write)
 

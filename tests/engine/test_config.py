@@ -84,3 +84,39 @@ def test_settings_type_error_names_key(tmp_path):
         load_settings(path)
     assert info.value.key == "retrieval.context_k"
     assert "expected int" in info.value.reason
+
+
+@pytest.mark.parametrize("level", ["SYSTEM", "USER"])
+def test_an_agent_cannot_be_given_an_instructing_trust_level(tmp_path, level):
+    fleet = write_fleet(tmp_path, extra=f'[[agents]]\nid = "x"\nrole = "retriever"\nbackend = "bm25"\ntrust = "{level}"\n')
+    with pytest.raises(ConfigError, match=r"agents\[\d+\] \(x\)\.trust.*TOOL or EXTERNAL"):
+        load_fleet(fleet)
+
+
+def test_permissions_are_operations_and_never_empty(tmp_path):
+    unknown = write_fleet(tmp_path, extra='[[agents]]\nid = "x"\nrole = "retriever"\nbackend = "bm25"\n'
+                                          'permissions = ["retrieve", "shell"]\n')
+    with pytest.raises(ConfigError, match=r"permissions.*'shell'"):
+        load_fleet(unknown)
+    empty = write_fleet(tmp_path, extra='[[agents]]\nid = "x"\nrole = "retriever"\nbackend = "bm25"\npermissions = []\n')
+    with pytest.raises(ConfigError, match="no permissions"):
+        load_fleet(empty)
+    granted = write_fleet(tmp_path, extra='[[agents]]\nid = "x"\nrole = "retriever"\nbackend = "bm25"\n')
+    assert load_fleet(granted).agent("x").permissions == ("retrieve",)
+
+
+def test_an_agent_is_only_called_for_an_operation_it_is_permitted(tmp_path):
+    from engine.registry import AgentRegistry
+    from engine.types import AgentState, RiskTier
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "x"\nrole = "generator"\nbackend = "extractive"\n'
+                                        'permissions = ["retrieve"]\n')
+    registry = AgentRegistry(load_fleet(fleet))
+    registry.set_state("x", AgentState.UP, url="http://127.0.0.1:1")
+    assert "x" not in [v.spec.id for v in registry.eligible(Role.GENERATOR, RiskTier.MEDIUM)]
+
+
+def test_inject_texts_file_must_exist(tmp_path):
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "x"\nrole = "retriever"\nbackend = "bm25"\n'
+                                        'fault = { kind = "inject", texts_file = "missing.jsonl" }\n')
+    with pytest.raises(ConfigError, match=r"fault\.texts_file.*no such file"):
+        load_fleet(fleet)

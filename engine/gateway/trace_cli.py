@@ -1,0 +1,59 @@
+"""`main.py trace TRACE_ID`: the whole chain of one question or message — messages with their trust
+levels, scans, tool calls, memory reads and writes, model outputs, decisions — indented under their
+parents. Everything printed is plain text: what an agent said is quoted, never interpreted."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+from ..gateway.scanners.invisible import printable
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def add_parser(sub) -> None:
+    trace = sub.add_parser("trace", help="print the whole chain of one question or message by its trace id")
+    trace.add_argument("trace_id", help="a question's trace id (the answer, alerts and audit show it) or a message's")
+    trace.add_argument("--json", action="store_true", help="print the lines as JSON")
+    trace.add_argument("--db", type=Path, default=argparse.SUPPRESS,
+                       help="SQLite file (default: user data dir, or $QUORUM_DB)")
+
+
+def _when(at: float) -> str:
+    return datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S.%f")[:-3] if at else ""
+
+
+def format_line(line) -> str:
+    who = f"{line.source} → {line.target}" if line.target else line.source
+    trust = f" [{line.trust}]" if line.trust else ""
+    return f"{_when(line.at):>12}  {'  ' * line.depth}{line.kind:<12} {who}{trust}  {printable(line.summary, 160)}"
+
+
+def run(args) -> int:
+    from ..engine import default_db_path
+    from ..store.db import Store
+    from ..store.traces import trace_sync
+    path = getattr(args, "db", None) or default_db_path()
+    if not Path(path).is_file():
+        print(f"{path}: no database here yet", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    store = Store(path)
+    store.open_sync()
+    try:
+        lines = trace_sync(store, args.trace_id.strip())
+    finally:
+        store.close_sync()
+    if not lines:
+        print(f"{path}: no trace {args.trace_id!r} (ids are the 32-hex trace ids the answer, alerts and audit show)",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(json.dumps([line.__dict__ for line in lines], ensure_ascii=False, indent=1, default=str))
+        return EXIT_OK
+    print(f"trace {args.trace_id}: {len(lines)} lines")
+    for line in lines:
+        print(format_line(line))
+    return EXIT_OK
