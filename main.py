@@ -1,5 +1,5 @@
-"""Quorum: `python main.py` (console) | ask | fleet up | audit verify | review | agents | eval. Exit codes: 0 ok,
-1 failure, 2 bad input."""
+"""Quorum: `python main.py` (console) | ask | fleet up | audit verify | review | agents | eval | trace | memory |
+tools | gateway. Exit codes: 0 ok, 1 failure, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -29,6 +29,8 @@ def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
 # Commands that live beside their engine package: each module has add_parser(sub) and run(args).
 COMMAND_MODULES = {
     "trace": "engine.gateway.trace_cli",
+    "memory": "engine.memory.cli",
+    "tools": "engine.gateway.tools_cli",
 }
 
 

@@ -105,6 +105,7 @@ class FleetConfig:
     path: Path
     agents: tuple[AgentSpec, ...]
     corpus_dir: Path
+    permissions: Path | None = None    # the permission matrix (tools, peers, memory); None: every agent denied all
 
     def agent(self, agent_id: str) -> AgentSpec:
         for spec in self.agents:
@@ -378,7 +379,7 @@ def _parse_agent(file: str, index: int, table: Any) -> AgentSpec:
 def load_fleet(path: Path | None = None, corpus_dir: Path | None = None) -> FleetConfig:
     path = Path(path) if path else DEFAULT_FLEET
     file = str(path)
-    data = _check_keys(file, "", _read_toml(path), {"corpus", "agents"})
+    data = _check_keys(file, "", _read_toml(path), {"corpus", "agents", "permissions"})
     agents_raw = data.get("agents")
     if not isinstance(agents_raw, list) or not agents_raw:
         raise ConfigError(file, "agents", "expected at least one [[agents]] table")
@@ -397,4 +398,10 @@ def load_fleet(path: Path | None = None, corpus_dir: Path | None = None) -> Flee
         corpus_dir = (path.parent / corpus_raw).resolve()
     if not Path(corpus_dir).is_dir():
         raise ConfigError(file, "corpus", f"corpus folder {corpus_dir} does not exist")
-    return FleetConfig(path=path.resolve(), agents=agents, corpus_dir=Path(corpus_dir).resolve())
+    permissions = None
+    if "permissions" in data:
+        permissions = (path.parent / _typed(file, "permissions", data["permissions"], str)).resolve()
+        if not permissions.is_file():
+            raise ConfigError(file, "permissions", f"permission matrix {permissions} does not exist")
+    return FleetConfig(path=path.resolve(), agents=agents, corpus_dir=Path(corpus_dir).resolve(),
+                       permissions=permissions)

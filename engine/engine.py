@@ -17,6 +17,10 @@ from .corpus import load_corpus
 from .errors import AgentError, InputError
 from .reputation.answer_evidence import DecidedAnswer
 from .gateway.build import build_gateway
+from .gateway.permissions import PermissionMatrix
+from .gateway.permissions_config import load_permissions
+from .gateway.tools import ToolBroker
+from .memory import MemoryStore, SnapshotSchedule
 from .pipeline import Pipeline, QuestionBlocked
 from .registry import AgentRegistry, AgentView
 from .retrieval import anomaly
@@ -59,9 +63,18 @@ class Engine:
         self.launcher = FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state) if launch else None
         self.embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), self.cache_dir / "engine")
         self.gateway = build_gateway(settings.gateway, self.embedder) if settings.gateway.enabled else None
+        # Agents' own memory and tools: every write screened, every call checked against the matrix.
+        self.permissions = (load_permissions(fleet.permissions, known_agents=[a.id for a in fleet.agents])
+                            if fleet.permissions else PermissionMatrix(source=f"{fleet.path} (no permissions file)"))
         self.pipeline = Pipeline(settings, self.client, self.registry, self._emit,
                                  SecureRetrieval(settings.retrieval, self.embedder), clock=clock,
                                  gateway=self.gateway)
+        # Their screenings join the trace of the question they belong to (pipeline.screen).
+        screen = self.pipeline.screen if self.gateway is not None else None
+        self.memory = MemoryStore(self.store, screen, schedule=SnapshotSchedule(settings.gateway.snapshot_every_s))
+        self.tools = ToolBroker(self.permissions, self.store, screen, self.memory, agents=fleet.agents)
+        self.pipeline.tools = self.tools
+        self.pipeline.memory = self.memory
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
 
@@ -159,6 +172,7 @@ class Engine:
                                                  if why else None)
         item = await self.review.get(item_id) if item_id is not None else None
         update = await self.trust.after_answer(answer)
+        await self.memory.maybe_snapshot(self.clock())
         self._show_trust({o.agent_id for o in answer.agents} | update.agents)
         self._emit(TrustUpdated(update, answer.trace_id, self.clock()))
         if answer.gateway is not None and answer.gateway.flags:

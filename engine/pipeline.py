@@ -18,9 +18,11 @@ from .errors import AgentError, InputError
 from .cascade.monitor import CascadeMonitor
 from .cascade.monitors import Monitors
 from .events import CascadeResolved, CascadeScored, QuestionReceived
-from .gateway.envelope import lowest
+from .gateway.decision import Screening
+from .gateway.envelope import Envelope, lowest
 from .gateway.gateway import Gateway
 from .gateway.observer import GatewayObserver
+from .gateway.permissions import MemoryOp
 from .gateway.report import TraceKind
 from .gateway.session import GatewaySession
 from .generation.adjudicate import Decision, adjudicate
@@ -67,6 +69,8 @@ class Pipeline:
         self.settings = settings
         self.gateway = gateway
         self.tools = None        # the tool broker (engine.gateway.tools), set by the engine
+        self.memory = None       # agents' memory (engine.memory), set by the engine
+        self._sessions: dict[str, GatewaySession] = {}    # questions in flight, by trace id
         self.client = client
         self.registry = registry
         self.emit = emit
@@ -134,6 +138,20 @@ class Pipeline:
         asked = await asyncio.to_thread(session.question, question)
         if not asked.passes and asked.action.value == "block":
             raise QuestionBlocked(question, trace_id, session.report())
+        self._sessions[trace_id] = session
+        try:
+            return await self._ask(question, tier, trace_id, asked_at, session)
+        finally:
+            self._sessions.pop(trace_id, None)
+
+    def screen(self, envelope: Envelope) -> Screening:
+        """The gateway for the memory store and the tool broker: a message that belongs to a question in
+        flight is screened and logged in that question's trace (and its flags reach the Gateway panel)."""
+        session = self._sessions.get(envelope.parent_trace_id) or GatewaySession(self.gateway, envelope.parent_trace_id)
+        return session.screen(envelope)
+
+    async def _ask(self, question: str, tier: RiskTier | None, trace_id: str, asked_at: float,
+                   session: GatewaySession) -> Answer:
         tiering = self.settings.risk.classify(question, override=tier)
         tier = tiering.tier
         policy = self.settings.tier(tier)
@@ -174,6 +192,8 @@ class Pipeline:
                      if decision.chosen else set())
             citations = tuple(Citation(c.chunk.id, c.chunk.source, c.chunk.title, c.chunk.text)
                               for c in report.context if c.chunk.id in cited)
+        session.note(TraceKind.DECISION, "engine", "operator", f"{verdict.value}: {text or reason}",
+                     data={"verdict": verdict.value})
         gateway = session.report()
         if gateway.blocked:
             reason += f"; the gateway blocked {len(gateway.blocked)} message(s) carrying instructions"
@@ -189,7 +209,7 @@ class Pipeline:
                         citations=citations, agents=tuple(outcomes), context=report.context,
                         candidates=candidates, timings_ms=timings, asked_at=asked_at, excluded=report.excluded,
                         suspects=report.suspects, tier_reason=tiering.reason, stages=run.trajectory.stages,
-                        cascade=cascade, gateway=session.report())
+                        cascade=cascade, gateway=gateway)
         self._event("answer.decided", trace_id, answer=answer)
         return answer
 
@@ -256,8 +276,15 @@ class Pipeline:
             generators = [v for v in self._pick(Role.GENERATOR, policy.generators, tier, trace_id)
                           if v.spec.id not in exclusions.agents]
             context = tuple(c.chunk for c in context_chunks)
+            memories = {v.spec.id: await self._memory_for(v.spec.id, trace_id, session) for v in generators}
+            for v in generators:
+                session.note(TraceKind.MESSAGE, "engine", v.spec.id,
+                             f"generate: the question (USER) and {len(context)} passages wrapped as data "
+                             f"({', '.join(c.id for c in context)})"
+                             + (f", {len(memories[v.spec.id])} of its own memory entries" if memories[v.spec.id] else ""),
+                             trust=TrustLevel.EXTERNAL.value, data={"passages": [c.id for c in context]})
             generated = await self._fan_out(trace_id, generators, lambda v: self.client.generate(
-                v.spec, v.url, question, context, trace_id))
+                v.spec, v.url, question, context, trace_id, memory=memories[v.spec.id]))
             timings["generate"] = _ms(started)
             hops.generated = [r.outcome for r in generated]
             replies = await asyncio.to_thread(self._screen_generations, session, generators, generated)
@@ -281,6 +308,20 @@ class Pipeline:
                                agents=(chosen.agent_id,), note=decision.verdict.value)
         return step
 
+    async def _memory_for(self, agent_id: str, trace_id: str, session: GatewaySession) -> tuple:
+        """An agent's own memory entries for its request (read through the store, so every read is recorded
+        for the spread query); nothing when the matrix gives it no memory."""
+        if self.memory is None or self.tools is None:
+            return ()
+        if not self.tools.matrix.check_memory(agent_id, agent_id, MemoryOp.READ).allowed:
+            return ()
+        entries = await self.memory.read(agent_id, agent_id, None, trace_id)
+        for entry in entries:
+            session.note(TraceKind.MEMORY_READ, f"memory:{agent_id}", agent_id,
+                         f"read {entry.key} v{entry.version} (entry {entry.id}): {entry.content}",
+                         trust=TrustLevel.TOOL.value, data={"entry": entry.id, "key": entry.key})
+        return entries
+
     @staticmethod
     def _screen_generations(session: GatewaySession, generators: list[AgentView], generated: list[CallResult]):
         """Generators' replies that pass the gateway (a reply carrying instructions is dropped whole)."""
@@ -300,9 +341,12 @@ class Pipeline:
         for agent, gen in replies.items():
             for action in gen.actions:
                 result = await self.tools.handle(agent, action, trace_id)
-                session.note(TraceKind.TOOL_CALL, agent, action.tool,
-                             f"{result.status.value} {action.tool}: {result.why}",
-                             data={"tool": action.tool, "status": result.status.value, "why": result.why})
+                session.note(TraceKind.MEMORY_WRITE if action.tool == "memory.write" else TraceKind.TOOL_CALL,
+                             agent, action.tool, f"{result.status.value} {action.tool}: {result.why}",
+                             data={"tool": action.tool, "status": result.status.value, "why": result.why,
+                                   "call": result.call_id})
+                self._event("tool.call", trace_id, agent=agent, tool=action.tool, status=result.status.value,
+                            why=result.why)
 
 
 FINDING_ID = "engine/tool"

@@ -69,12 +69,16 @@ class AgentClient:
         return parse_chunks(spec.id, data)[:k]
 
     async def generate(self, spec: AgentSpec, url: str, query: str, context: tuple[Chunk, ...],
-                       trace_id: str) -> Generation:
+                       trace_id: str, memory: tuple = ()) -> Generation:
+        """memory: the agent's own memory entries (engine.memory), handed over as data beside the passages."""
+        notes = tuple(Chunk(f"memory:{m.key}@v{m.version}", m.content, source=f"{spec.id}'s memory",
+                            metadata={"trust": "TOOL", "carrier": f"memory:{spec.id}"}) for m in memory)
         if spec.kind is AgentKind.OPENAI_CHAT:
-            data = await self._post(spec, f"{url}/v1/chat/completions", build_chat_request(spec.model, query, context),
-                                    trace_id)
+            data = await self._post(spec, f"{url}/v1/chat/completions",
+                                    build_chat_request(spec.model, query, context, notes), trace_id)
             return parse_chat_reply(spec.id, data)
-        payload = {"query": query, "context": [chunk_to_json(c) for c in context], "trace_id": trace_id}
+        payload = {"query": query, "context": [chunk_to_json(c) for c in context], "trace_id": trace_id,
+                   **({"memory": [chunk_to_json(c) for c in notes]} if notes else {})}
         return parse_generation(spec.id, await self._post(spec, f"{url}/generate", payload, trace_id))
 
     async def validate(self, spec: AgentSpec, url: str, claim: str, evidence: tuple[Chunk, ...], trace_id: str):

@@ -21,8 +21,9 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_chat_request(model: str, query: str, context: tuple[Chunk, ...]) -> dict[str, Any]:
-    messages = assemble(SYSTEM_PROMPT, query, context)
+def build_chat_request(model: str, query: str, context: tuple[Chunk, ...],
+                       memory: tuple[Chunk, ...] = ()) -> dict[str, Any]:
+    messages = assemble(SYSTEM_PROMPT, query, context + memory)
     return {
         "model": model,
         "messages": [{"role": m.role, "content": m.content} for m in messages],

@@ -63,8 +63,15 @@ class GatewaySession:
         """Screens one message and logs it in the trace (and as a flag when it did not pass unchanged)."""
         env = Envelope(source, target, content, trust, kind, parent_trace_id=parent or self.trace_id,
                        meta={"item": item} if item else {})
+        return self.screen(env)
+
+    def screen(self, env: Envelope) -> Screening:
+        """Screens an envelope built elsewhere (the memory store's writes, the tool broker's messages) and
+        logs it in this question's trace like the pipeline's own."""
         screening = self._screen(env)
         now = self.clock()
+        kind, item, source, target, trust, content = (env.kind, str(env.meta.get("item") or env.meta.get("key") or ""),
+                                                      env.source, env.target, env.trust, env.content)
         label = f"{kind.value}{' ' + item if item else ''}"
         summary = f"{label}: {shorten(content, 100)}"
         if screening.flagged:

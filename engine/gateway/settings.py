@@ -24,3 +24,5 @@ class GatewaySettings:
     max_data_chars: int = 20000   # longer data is cut before scanning, and the cut recorded
     # An agent whose message is blocked loses reputation like a caught liar (engine/reputation).
     blame_carrier: bool = True
+    # Every agent's memory namespace is snapshotted this often (checked after each question); 0 = never.
+    snapshot_every_s: float = 3600.0
