@@ -9,8 +9,9 @@ from ..types import TrustLevel
 from .envelope import MessageKind
 from .session import GatewaySession
 
-# Retrieve stages hand on passages the gateway already screened one by one, as each retriever replied.
-_SCREENED_ON_ARRIVAL = frozenset({StageKind.RETRIEVE})
+# Screened before: formulate hands on the operator's question (screened as USER when it arrived) and
+# retrieve the passages the gateway screened one by one, as each retriever replied.
+_SCREENED_ON_ARRIVAL = frozenset({StageKind.FORMULATE, StageKind.RETRIEVE})
 
 
 class GatewayObserver:

@@ -13,6 +13,14 @@ from .decision import Action, Screening
 EXCERPT_CHARS = 240
 
 
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The start and the end of a long message: planted text often hides at the end of a real passage."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return f"{text[:half]} … {text[-half:]}"
+
+
 class TraceKind(str, enum.Enum):
     """One line of a trace. The message kinds of envelope.MessageKind, plus what the engine did."""
     MESSAGE = "message"          # an envelope passed between two parties
@@ -59,7 +67,7 @@ class GatewayFlag:
         env = screening.envelope
         return cls(env.trace_id, env.parent_trace_id, env.source, env.target, env.kind.value, env.trust,
                    env.channel.value, screening.action, screening.score, screening.evidence,
-                   env.content[:EXCERPT_CHARS], at, str(env.meta.get("item", "")))
+                   excerpt(env.content), at, str(env.meta.get("item") or env.meta.get("key") or ""))
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX trace_events_parent ON trace_events(parent_trace_id, id);
     CREATE TABLE gateway_decisions (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, parent_trace_id TEXT NOT NULL,
         source TEXT NOT NULL, target TEXT NOT NULL, kind TEXT NOT NULL, trust TEXT NOT NULL, channel TEXT NOT NULL,
-        action TEXT NOT NULL, score REAL NOT NULL, evidence TEXT NOT NULL, excerpt TEXT NOT NULL, at REAL NOT NULL);
+        action TEXT NOT NULL, score REAL NOT NULL, evidence TEXT NOT NULL, excerpt TEXT NOT NULL, at REAL NOT NULL,
+        item TEXT NOT NULL DEFAULT '');
     CREATE INDEX gateway_decisions_at ON gateway_decisions(at);
     """,
     # 6: agents' tool calls (engine.gateway.tools): each call with its decision; outward actions wait

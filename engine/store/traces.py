@@ -24,9 +24,9 @@ def write_report(store: Store, report: GatewayReport) -> None:
     for f in report.flags:
         conn.execute(
             "INSERT INTO gateway_decisions (trace_id, parent_trace_id, source, target, kind, trust, channel, action, "
-            "score, evidence, excerpt, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "score, evidence, excerpt, at, item) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (f.trace_id, f.parent_trace_id, f.source, f.target, f.kind, f.trust.value, f.channel, f.action.value,
-             f.score, json.dumps(list(f.evidence), ensure_ascii=False), f.excerpt, f.at))
+             f.score, json.dumps(list(f.evidence), ensure_ascii=False), f.excerpt, f.at, f.item))
         store.append_audit(f.parent_trace_id or f.trace_id, f.source, AUDIT_TYPES[f.action.value],
                            {"message": f.trace_id, "kind": f.kind, "item": f.item, "target": f.target,
                             "trust": f.trust.value, "channel": f.channel, "score": f.score,
@@ -63,6 +63,7 @@ class DecisionRow:
     evidence: tuple[str, ...]
     excerpt: str
     at: float
+    item: str = ""               # what it was: a chunk id, a memory key, a stage
 
 
 _EVENT_COLUMNS = "trace_id, parent_trace_id, kind, source, target, trust, summary, at, data"
@@ -109,12 +110,12 @@ def trace_sync(store: Store, trace_id: str) -> tuple[TraceLine, ...]:
 
 def recent_decisions_sync(store: Store, limit: int = 200, action: str | None = None) -> tuple[DecisionRow, ...]:
     sql = ("SELECT id, trace_id, parent_trace_id, source, target, kind, trust, channel, action, score, evidence, "
-           "excerpt, at FROM gateway_decisions")
+           "excerpt, at, item FROM gateway_decisions")
     args: list[Any] = []
     if action:
         sql += " WHERE action = ?"
         args.append(action)
     sql += " ORDER BY at DESC, id DESC LIMIT ?"
     args.append(limit)
-    return tuple(DecisionRow(*row[:10], tuple(json.loads(row[10])), row[11], row[12])
+    return tuple(DecisionRow(*row[:10], tuple(json.loads(row[10])), row[11], row[12], row[13])
                  for row in store.db.conn.execute(sql, args))
