@@ -3,9 +3,15 @@ question and answer below, start-up progress in the status bar. The Approvals ta
 answers waiting for an operator; the Alerts tab title and a button in the status bar count the alerts
 nobody acknowledged yet (the button opens the Alerts tab); the Cascade tab title counts the answers the
 cascade monitor halted for review, and the answer view's "Stage scores…" opens an answer's stages there.
+The Gateway tab lists the messages the thought-virus gateway blocked, sanitised or escalated (its title
+counts the blocked ones); its "Open trace…", the answer view's and the Alerts tab's open a question's whole
+trace in the one trace view the window owns (a window of its own). The Memory tab shows every agent's
+own memory (snapshot, roll back, quarantine, release, who read an entry); the Tools tab shows agents' tool
+calls, pending ones first (its title counts them), with Approve / Reject, the outbox and the permission matrix.
 Selecting an agent in the fleet table, on the trust plot or through an alert selects it in the others.
-When the engine is ready the stored score history and alerts are read once (load_trust); from then on
-the panels grow live.
+When the engine is ready the stored score history and alerts are read once (load_trust), and the gateway's
+stored decisions (load_gateway), agents' memory (load_memory) and tool calls (load_tool_calls); from then
+on the panels grow live (memory and tool calls are read again after each answer).
 
 Closing is two-step: the first close request is refused and announced with sig_close_requested,
 so the app can shut the engine down while the window still says what is happening; the app then
@@ -25,17 +31,24 @@ from .panels.approvals import ApprovalsPanel
 from .panels.ask import AskPanel
 from .panels.cascade import CascadePanel
 from .panels.fleet import FleetPanel
+from .panels.gateway import GatewayPanel
+from .panels.memory import MemoryPanel
+from .panels.tool_calls import ToolCallsPanel
+from .panels.trace_view import TraceView
 from .panels.trust import TrustPanel
 from .service import EngineService
 from .toast import Toast
 
 TITLE = "Quorum — operations console"
 DEFAULT_SIZE = QSize(1280, 800)
-FLEET_TAB, APPROVALS_TAB, TRUST_TAB, ALERTS_TAB, CASCADE_TAB = 0, 1, 2, 3, 4
+FLEET_TAB, APPROVALS_TAB, TRUST_TAB, ALERTS_TAB, CASCADE_TAB, GATEWAY_TAB, MEMORY_TAB, TOOLS_TAB = range(8)
 APPROVALS_HEIGHT = 360       # pixels the top area takes while the approval queue is shown
 TRUST_HEIGHT = 430           # ... the trust plot
 ALERTS_HEIGHT = 320          # ... the alerts list
 CASCADE_HEIGHT = 520         # ... the stage scores and the strip of recent questions
+GATEWAY_HEIGHT = 420         # ... the stopped messages and the selected one's evidence
+MEMORY_HEIGHT = 470          # ... namespaces, entries, the selected entry and its readers
+TOOLS_HEIGHT = 440           # ... tool calls, the selected one and the outbox
 
 
 class MainWindow(QMainWindow):
@@ -53,7 +66,11 @@ class MainWindow(QMainWindow):
         self.trust_panel = TrustPanel(service)
         self.alerts_panel = AlertsPanel(service)
         self.cascade_panel = CascadePanel(theta=service.cascade_threshold)
+        self.gateway_panel = GatewayPanel(service)
+        self.memory_panel = MemoryPanel(service)
+        self.tools_panel = ToolCallsPanel(service)
         self.ask_panel = AskPanel(service)
+        self.trace_view = TraceView(service, self)
         self._service = service
         self.top_tabs = QTabWidget()
         self.top_tabs.setDocumentMode(True)
@@ -62,8 +79,14 @@ class MainWindow(QMainWindow):
         self.top_tabs.addTab(self.trust_panel, self.trust_panel.tab_title())
         self.top_tabs.addTab(self.alerts_panel, self.alerts_panel.tab_title())
         self.top_tabs.addTab(self.cascade_panel, self.cascade_panel.tab_title())
+        self.top_tabs.addTab(self.gateway_panel, self.gateway_panel.tab_title())
+        self.top_tabs.addTab(self.memory_panel, self.memory_panel.tab_title())
+        self.top_tabs.addTab(self.tools_panel, self.tools_panel.tab_title())
         self.top_tabs.setTabToolTip(TRUST_TAB, "Every agent's trust score over time, and the quarantine floor")
         self.top_tabs.setTabToolTip(CASCADE_TAB, "Each question's stages as the cascade monitor scored them")
+        self.top_tabs.setTabToolTip(GATEWAY_TAB, "Messages the gateway blocked, sanitised or escalated")
+        self.top_tabs.setTabToolTip(MEMORY_TAB, "Every agent's own memory: versions, snapshots, rollback, quarantine")
+        self.top_tabs.setTabToolTip(TOOLS_TAB, "Agents' tool calls, the ones waiting for an operator first")
         self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.top_tabs)
         splitter.addWidget(self.ask_panel)
@@ -74,7 +97,9 @@ class MainWindow(QMainWindow):
         # Each tab keeps its own height: the queue needs room for an item's candidates and the decision form.
         self._top_heights = {FLEET_TAB: fleet_height, APPROVALS_TAB: max(fleet_height, APPROVALS_HEIGHT),
                              TRUST_TAB: max(fleet_height, TRUST_HEIGHT), ALERTS_TAB: max(fleet_height, ALERTS_HEIGHT),
-                             CASCADE_TAB: max(fleet_height, CASCADE_HEIGHT)}
+                             CASCADE_TAB: max(fleet_height, CASCADE_HEIGHT),
+                             GATEWAY_TAB: max(fleet_height, GATEWAY_HEIGHT),
+                             MEMORY_TAB: max(fleet_height, MEMORY_HEIGHT), TOOLS_TAB: max(fleet_height, TOOLS_HEIGHT)}
         splitter.setSizes([fleet_height, DEFAULT_SIZE.height() - fleet_height])
         splitter.setContentsMargins(8, 8, 8, 0)
         self.setCentralWidget(splitter)
@@ -95,6 +120,16 @@ class MainWindow(QMainWindow):
         for signal in (service.sig_cascade_resolved, service.sig_answer):     # after the panel took it in
             signal.connect(self._refresh_cascade_title)
         self.ask_panel.answer_view.sig_show_cascade.connect(self.show_cascade)
+        # The gateway's stopped messages, live; any panel's "Open trace…" ends in the one trace view.
+        self.gateway_panel.sig_counts_changed.connect(self._refresh_gateway_title)
+        self.ask_panel.answer_view.sig_open_trace.connect(self.trace_view.open_trace)
+        service.sig_trace_loaded.connect(self.trace_view.show_trace)
+        service.sig_trace_failed.connect(self.trace_view.show_failure)
+        # Memory and tool calls: their traces open in the same trace view; the titles count what needs a person.
+        self.memory_panel.sig_open_trace.connect(self.trace_view.open_trace)
+        self.tools_panel.sig_open_trace.connect(self.trace_view.open_trace)
+        self.memory_panel.sig_counts_changed.connect(self._refresh_memory_title)
+        self.tools_panel.sig_pending_changed.connect(self._refresh_tools_title)
 
         self.status_text = QLabel("Engine not started")
         self.progress = QProgressBar()
@@ -142,6 +177,15 @@ class MainWindow(QMainWindow):
             self.cascade_panel.show_answer(answer)
         self.top_tabs.setCurrentIndex(CASCADE_TAB)
 
+    def show_gateway(self) -> None:
+        self.top_tabs.setCurrentIndex(GATEWAY_TAB)
+
+    def show_memory(self) -> None:
+        self.top_tabs.setCurrentIndex(MEMORY_TAB)
+
+    def show_tools(self) -> None:
+        self.top_tabs.setCurrentIndex(TOOLS_TAB)
+
     def _on_top_tab_changed(self, tab: int) -> None:
         sizes = self.splitter.sizes()
         total = sum(sizes)
@@ -172,6 +216,21 @@ class MainWindow(QMainWindow):
         bar = self.top_tabs.tabBar()
         bar.setTabTextColor(CASCADE_TAB, style.RED if halted else bar.palette().windowText().color())
 
+    def _refresh_gateway_title(self, blocked: int) -> None:
+        self.top_tabs.setTabText(GATEWAY_TAB, self.gateway_panel.tab_title())
+        bar = self.top_tabs.tabBar()
+        bar.setTabTextColor(GATEWAY_TAB, style.RED if blocked else bar.palette().windowText().color())
+
+    def _refresh_memory_title(self, _quarantined: int) -> None:
+        self.top_tabs.setTabText(MEMORY_TAB, self.memory_panel.tab_title())     # not red: a quarantine is handled
+
+    def _refresh_tools_title(self, pending: int) -> None:
+        self.top_tabs.setTabText(TOOLS_TAB, self.tools_panel.tab_title())
+        bar = self.top_tabs.tabBar()
+        bar.setTabTextColor(TOOLS_TAB, style.RED if pending else bar.palette().windowText().color())
+        bar.setTabToolTip(TOOLS_TAB, f"{pending} tool call(s) wait for an operator" if pending
+                          else "Agents' tool calls; none waits for an operator")
+
     def _on_trust_standing(self, _view) -> None:
         self.top_tabs.setTabText(TRUST_TAB, self.trust_panel.tab_title())
 
@@ -185,6 +244,7 @@ class MainWindow(QMainWindow):
     def _on_ready(self, _agents_up: int) -> None:
         self._ready = True
         self._service.load_trust()          # the stored score history and alerts, once; live from here on
+        self._service.load_gateway()        # the gateway's stored decisions, likewise
         self.progress.hide()
         self._on_fleet_summary(self.fleet_panel.summary())
 

@@ -19,8 +19,9 @@ from .reputation.answer_evidence import DecidedAnswer
 from .gateway.build import build_gateway
 from .gateway.permissions import PermissionMatrix
 from .gateway.permissions_config import load_permissions
-from .gateway.tools import ToolBroker
-from .memory import MemoryStore, SnapshotSchedule
+from .gateway.tools import ToolBroker, ToolCallResult
+from .memory import MemoryStore, RollbackResult, SnapshotSchedule
+from .memory.policy import row_id
 from .pipeline import Pipeline, QuestionBlocked
 from .registry import AgentRegistry, AgentView
 from .retrieval import anomaly
@@ -240,3 +241,24 @@ class Engine:
     async def review_item_for(self, trace_id: str) -> ReviewItem | None:
         """The approval-queue item of the answer with this trace id, or None if it did not need review."""
         return await self.review.item_for(trace_id)
+
+    # --- agents' memory and tool calls: the operator's side -------------------------------------
+    async def rollback_memory(self, namespace: str, by: str, reason: str, *, snapshot_id: int | str | None = None,
+                              before_trace: str | None = None) -> RollbackResult:
+        """Rolls one agent's memory back to one of its own snapshots, or to just before the first entry a
+        trace wrote in it (exactly one of the two). A snapshot of another namespace is refused rather than
+        rolled back (the operator named this namespace); other namespaces never change."""
+        trace = (before_trace or "").strip()
+        if (snapshot_id is None) == (not trace):
+            raise InputError("a memory rollback needs a snapshot or a trace id (one of them, not both)")
+        if snapshot_id is None:
+            return await self.memory.rollback_before_trace(namespace, trace, by, reason)
+        number = row_id(snapshot_id, "memory snapshot")
+        if number not in {s.id for s in await self.memory.snapshots(namespace)}:
+            raise InputError(f"memory snapshot #{number} is not a snapshot of {namespace!r}")
+        return await self.memory.rollback_to_snapshot(number, by, reason)
+
+    async def decide_tool_call(self, call_id: int | str, approve: bool, by: str, reason: str) -> ToolCallResult:
+        """An operator's decision on a pending tool call: an approval runs it (send_email writes the outbox,
+        nothing is sent), a rejection drops it. Both need a reason, and a decision is final."""
+        return await (self.tools.approve if approve else self.tools.reject)(call_id, by, reason)

@@ -5,7 +5,8 @@ Open alerts are tinted and counted (the tab title and the status bar show the co
 ones are greyed and say who acknowledged them. A message names agents and repeats what they did, so
 it is shown as plain text only: model data in the table, a plain-text label below it, and an
 escaped tooltip. Alerts fill from the store when the engine is ready (sig_trust_loaded) and arrive
-live with every question (sig_trust_updated).
+live with every question (sig_trust_updated). "Open trace…" asks for the trace of the question that
+raised the selected alert.
 """
 from __future__ import annotations
 
@@ -147,6 +148,7 @@ class AlertsPanel(QWidget):
         self.summary = QLabel()
         self.acknowledge_button = QPushButton("Acknowledge")
         self.acknowledge_all_button = QPushButton("Acknowledge all")
+        self.trace_button = QPushButton("Open trace…")
         self.table = QTableView()
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -169,6 +171,7 @@ class AlertsPanel(QWidget):
         top.addWidget(self.summary, 1)
         top.addWidget(self.acknowledge_button)
         top.addWidget(self.acknowledge_all_button)
+        top.addWidget(self.trace_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
         layout.setSpacing(4)
@@ -180,6 +183,7 @@ class AlertsPanel(QWidget):
         self.table.clicked.connect(self._on_clicked)       # a click on the row already current still picks its agent
         self.acknowledge_button.clicked.connect(self.acknowledge_selected)
         self.acknowledge_all_button.clicked.connect(self.acknowledge_all)
+        self.trace_button.clicked.connect(self.open_selected_trace)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
         service.sig_trust_updated.connect(self._on_trust_updated)
@@ -253,6 +257,11 @@ class AlertsPanel(QWidget):
             for alert_id in self.model.open_ids():
                 self._service.acknowledge_alert(alert_id)
 
+    def open_selected_trace(self) -> None:
+        alert = self.current_alert()
+        if alert is not None and alert.trace_id:
+            self._service.open_trace(alert.trace_id)
+
     # --- state -----------------------------------------------------------------------------
     def _on_ready(self, _agents_up: int) -> None:
         self._accepting = True
@@ -300,6 +309,9 @@ class AlertsPanel(QWidget):
         self.acknowledge_button.setEnabled(self._accepting and alert is not None and alert.open)
         self.acknowledge_all_button.setEnabled(self._accepting and open_count > 0)
         self.acknowledge_all_button.setText(f"Acknowledge all ({open_count})" if open_count else "Acknowledge all")
+        self.trace_button.setEnabled(alert is not None and bool(alert.trace_id))
+        self.trace_button.setToolTip("Show the trace of the question that raised the selected alert"
+                                     if alert is not None and alert.trace_id else "The selected alert names no trace")
         if alert is not None and not alert.open:
             self.acknowledge_button.setToolTip(status_text(alert))
         elif not self._accepting:

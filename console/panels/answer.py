@@ -103,6 +103,7 @@ class VerdictHeader(QWidget):
 
     sig_show_kept_out = Signal()        # the operator followed the suspects line's link
     sig_show_cascade = Signal()         # the operator asked for the answer's stage scores (Cascade tab)
+    sig_open_trace = Signal(str)        # the operator asked for the answer's whole trace (trace view)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -140,11 +141,19 @@ class VerdictHeader(QWidget):
         self.trace = QLabel()
         self.trace.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.trace.setFont(style.monospace_font())
+        self.trace_button = QToolButton()
+        self.trace_button.setText("Open trace…")
+        self.trace_button.setAutoRaise(True)
+        self.trace_button.setToolTip("Show this question's whole trace: every message, what the gateway did, "
+                                     "the decisions and the audit events")
+        self.trace_button.clicked.connect(self._on_open_trace)
+        self._trace_id = ""
         self.badge.hide()
         self.suspects.hide()
         self.stages.hide()
         self.cascade.hide()
         self.cascade_button.hide()
+        self.trace_button.hide()
 
         top = QHBoxLayout()
         top.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignTop)
@@ -160,7 +169,16 @@ class VerdictHeader(QWidget):
         stages_row.addWidget(self.cascade_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(stages_row)
         layout.addWidget(self.cascade)
-        layout.addWidget(self.trace)
+        trace_row = QHBoxLayout()
+        trace_row.setSpacing(6)
+        trace_row.addWidget(self.trace)
+        trace_row.addWidget(self.trace_button)
+        trace_row.addStretch(1)
+        layout.addLayout(trace_row)
+
+    def _on_open_trace(self) -> None:
+        if self._trace_id:
+            self.sig_open_trace.emit(self._trace_id)
 
     def show_answer(self, answer: Answer) -> None:
         self.badge.setText(style.VERDICT_LABELS[answer.verdict])
@@ -183,6 +201,8 @@ class VerdictHeader(QWidget):
         self.suspects.setVisible(bool(answer.suspects))
         self._show_stages(answer)
         self.trace.setText(f"trace_id {answer.trace_id}")
+        self._trace_id = answer.trace_id
+        self.trace_button.setVisible(bool(answer.trace_id))
 
     def _show_stages(self, answer: Answer) -> None:
         self.stages.setText(f"Stages: {stage_chain(answer.stages)}" if answer.stages else "")
@@ -221,6 +241,7 @@ class AnswerView(QWidget):
     """Verdict header above; the evidence tabs beside one detail pane that shows whatever is selected."""
 
     sig_show_cascade = Signal(object)   # Answer: the operator asked for its stage scores
+    sig_open_trace = Signal(str)        # trace id: the operator asked for the answer's whole trace
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -283,6 +304,7 @@ class AnswerView(QWidget):
         self.tabs.currentChanged.connect(self._refresh_detail)
         self.header.sig_show_kept_out.connect(lambda: self.show_tab(TAB_PASSAGES))
         self.header.sig_show_cascade.connect(self._on_show_cascade)
+        self.header.sig_open_trace.connect(self.sig_open_trace)
         self._refresh_detail()
 
     # --- showing an answer -----------------------------------------------------------------
