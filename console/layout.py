@@ -4,6 +4,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QVBoxLayout, QWidget
 
+from . import style
+
 
 def column(first: QWidget, *rest: QWidget, spacing: int = 2) -> QWidget:
     """A widget holding `first` (which takes the spare height) above `rest`, without margins."""
@@ -26,6 +28,16 @@ def read_only_table(model) -> QTableView:
     table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     table.setWordWrap(False)
     table.verticalHeader().setVisible(False)
+    return table
+
+
+def list_table(model) -> QTableView:
+    """A read-only table of many short rows: no grid, alternating rows, compact, long text elided."""
+    table = read_only_table(model)
+    table.setShowGrid(False)
+    table.setAlternatingRowColors(True)
+    table.setTextElideMode(Qt.TextElideMode.ElideRight)
+    style.compact_rows(table)
     return table
 
 

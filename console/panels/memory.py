@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBo
 from engine.memory import EntryStatus, MemoryEntry, Snapshot, Spread
 
 from .. import style
-from ..layout import read_only_table, splitter
+from ..layout import list_table, read_only_table, splitter
 from ..service import EngineService, MemoryState
 from .gateway_model import one_line
 from .memory_model import (CONTENT_COLUMN, KEY_COLUMN, EntryModel, NamespaceModel, SnapshotModel, SpreadModel,
@@ -293,16 +293,16 @@ class MemoryPanel(QWidget):
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("Read agents' memory again from the store")
 
-        self.namespace_table = self._table(self.namespaces)
+        self.namespace_table = list_table(self.namespaces)
         self.namespace_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         # Narrower padding than the other tables: the agent and all four counts fit in the left pane.
         self.namespace_table.setStyleSheet(self.namespace_table.styleSheet().replace("0px 6px", "0px 3px")
                                            .replace("3px 6px", "3px 4px"))
-        self.snapshot_table = self._table(self.snapshots)
+        self.snapshot_table = list_table(self.snapshots)
         self.snapshot_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.snapshot_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.snapshot_title = plain_label("Snapshots")
-        self.entry_table = self._table(self.entries)
+        self.entry_table = list_table(self.entries)
         header = self.entry_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(CONTENT_COLUMN, QHeaderView.ResizeMode.Stretch)
@@ -325,7 +325,7 @@ class MemoryPanel(QWidget):
         self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.details.setPlaceholderText(EMPTY_TEXT)
         self.spread_title = plain_label("Who read it? Select an entry and ask.")
-        self.spread_table = self._table(self.spread_model)
+        self.spread_table = list_table(self.spread_model)
         spread_header = self.spread_table.horizontalHeader()
         spread_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         spread_header.setStretchLastSection(True)
@@ -377,15 +377,6 @@ class MemoryPanel(QWidget):
         service.sig_memory_spread.connect(self.show_spread)
         self._show_summary()
         self._refresh_buttons()
-
-    @staticmethod
-    def _table(model) -> QTableView:
-        table = read_only_table(model)
-        table.setShowGrid(False)
-        table.setAlternatingRowColors(True)
-        table.setTextElideMode(Qt.TextElideMode.ElideRight)
-        style.compact_rows(table)
-        return table
 
     # --- state in --------------------------------------------------------------------------
     def reload(self) -> None:

@@ -29,7 +29,7 @@ from engine.gateway.permissions import OUTWARD_TOOLS, SEND_EMAIL, expand_targets
 from engine.gateway.tools import OutboxMail, ToolCall, ToolCallResult, ToolStatus
 
 from .. import style
-from ..layout import read_only_table, splitter
+from ..layout import list_table, read_only_table, splitter
 from ..service import EngineService, PermissionsView, ToolCallsState
 from ..table_model import RIGHT, Column, RecordTableModel
 from .alerts import escaped_tooltip
@@ -275,7 +275,7 @@ class ToolCallsPanel(QWidget):
         self.message.setWordWrap(False)
         self.message.hide()
 
-        self.table = self._table(self.model)
+        self.table = list_table(self.model)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(WHY_COLUMN, QHeaderView.ResizeMode.Interactive)
@@ -288,7 +288,7 @@ class ToolCallsPanel(QWidget):
                                         "messages) in their replies; every call, refused ones included, shows here.")
         self.outbox_title = plain_label("Outbox")
         self.outbox_title.setToolTip("What approved e-mails “sent”: the product writes them here and never sends mail")
-        self.outbox_table = self._table(self.outbox)
+        self.outbox_table = list_table(self.outbox)
         outbox_header = self.outbox_table.horizontalHeader()
         outbox_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         outbox_header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
@@ -321,15 +321,6 @@ class ToolCallsPanel(QWidget):
         service.sig_tool_call_changed.connect(self._on_changed)
         service.sig_tool_call_failed.connect(self._on_failed)
         self._on_model_changed()
-
-    @staticmethod
-    def _table(model) -> QTableView:
-        table = read_only_table(model)
-        table.setShowGrid(False)
-        table.setAlternatingRowColors(True)
-        table.setTextElideMode(Qt.TextElideMode.ElideRight)
-        style.compact_rows(table)
-        return table
 
     # --- calls in --------------------------------------------------------------------------
     def reload(self) -> None:
