@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBo
 from engine.memory import EntryStatus, MemoryEntry, Snapshot, Spread
 
 from .. import style
-from ..layout import list_table, read_only_table, splitter
+from ..layout import list_table, splitter
 from ..service import EngineService, MemoryState
 from .gateway_model import one_line
 from .memory_model import (CONTENT_COLUMN, KEY_COLUMN, EntryModel, NamespaceModel, SnapshotModel, SpreadModel,

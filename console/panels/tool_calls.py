@@ -22,8 +22,8 @@ from typing import Any, Iterable
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHeaderView, QPlainTextEdit, QPushButton,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHeaderView, QPlainTextEdit, QPushButton, QVBoxLayout,
+                               QWidget)
 
 from engine.gateway.permissions import OUTWARD_TOOLS, SEND_EMAIL, expand_targets
 from engine.gateway.tools import OutboxMail, ToolCall, ToolCallResult, ToolStatus
