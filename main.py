@@ -31,6 +31,7 @@ COMMAND_MODULES = {
     "trace": "engine.gateway.trace_cli",
     "memory": "engine.memory.cli",
     "tools": "engine.gateway.tools_cli",
+    "gateway": "engine.gateway.train_cli",
 }
 
 

@@ -83,13 +83,20 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
 
 
 def _add_injection_parser(commands) -> None:
-    inj = commands.add_parser("injection", help="the gateway's injection scanners on labelled data, per channel and "
-                                                "source, with a ROC plot (issue #10; end-to-end scenarios not yet)")
+    inj = commands.add_parser("injection", help="the injection gateway as configured, and each scanner, on labelled "
+                                                "data per channel and source, dev and test, with a ROC plot (issue #10)")
     inj.add_argument("--file", type=Path, help="JSON Lines {text, label, channel, source_short} "
                                               "(default: ../shared/data/prompt_injections.jsonl)")
-    inj.add_argument("--threshold", type=float, default=0.5, help="operating threshold on the score (default 0.5)")
-    inj.add_argument("--rules-only", action="store_true", help="leave the learned classifier out")
+    inj.add_argument("--threshold", type=float, default=None,
+                     help="one threshold on the combined score for both channels (default: the gateway's own "
+                          "decision: data_block / user_escalate of the engine settings)")
+    inj.add_argument("--rules-only", action="store_true",
+                     help="only the rule scanners (invisible, patterns): no classifier, no seed similarity")
     inj.add_argument("--json", type=Path, help="write the summary here, with .md and .svg beside it")
+    inj.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    inj.add_argument("--scenarios", type=int, default=12, metavar="N",
+                     help="questions for the end-to-end scenarios on a real fleet (0: skip them; default 12, "
+                          "about 2 minutes)")
 
 
 def _add_cascade_parser(commands) -> None:
@@ -482,46 +489,37 @@ def _cascade(args) -> int:
 
 
 def _injection(args) -> int:
-    import json
     from ..errors import InputError
-    from .injection import DEFAULT_FILE, load, roc, roc_svg, scanners, score, summary
+    from .injection import DEFAULT_FILE, evaluate, markdown, write_outputs
+    from .runner import Progress
 
-    if not 0.0 <= args.threshold <= 1.0:
+    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:
         raise InputError(f"--threshold must be between 0 and 1, found {args.threshold}")
     path = args.file or DEFAULT_FILE
-    used = scanners(with_classifier=not args.rules_only)
-    rows = score(load(path), used)
-    data = {"file": str(path), "threshold": args.threshold, "scanners": [s.name for s in used],
-            **summary([r for r in rows if r.split == "test"], args.threshold),
-            "splits": {split: summary([r for r in rows if r.split == split], args.threshold)
-                       for split in ("dev", "test")}}
-    lines = [f"# Injection scanners on {path.name}", "",
-             f"Scanners: {', '.join(data['scanners'])}; threshold {args.threshold}. Headline: the test split "
-             "(rules written on dev rows; the classifier trained on dev).", "",
-             "| split | channel | n | tpr | fpr |", "|---|---|---|---|---|"]
-    for split, block in data["splits"].items():
-        for channel, r in block["by_channel"].items():
-            lines.append(f"| {split} | {channel} | {r['n']} | {r['tpr']} | {r['fpr']} |")
-    lines += ["", "| split | source | tpr | fpr |", "|---|---|---|---|"]
-    for split, block in data["splits"].items():
-        for source, r in block["by_source"].items():
-            lines.append(f"| {split} | {source} | {r['tpr']} | {r['fpr']} |")
-    lines += ["", "| split | scanner | tpr | fpr |", "|---|---|---|---|"]
-    for split, block in data["splits"].items():
-        for name, r in block["by_scanner"].items():
-            lines.append(f"| {split} | {name} | {r['tpr']} | {r['fpr']} |")
-    lines += ["", f"Scan time p50: {data['scan_ms_per_kb_p50']} ms per KB (test).",
-              "End-to-end scenarios: not built yet (null in the JSON).", ""]
+    progress = Progress()
+    if args.scenarios < 0:
+        raise InputError(f"--scenarios must be 0 or more, found {args.scenarios}")
+    details: dict = {}
+
+    def scenarios() -> dict | None:
+        if not args.scenarios:
+            return None
+        import asyncio
+        from . import injection_scenarios
+        from .injection import load
+        report = asyncio.run(injection_scenarios.run(load(path), questions=args.scenarios,
+                                                     settings=getattr(args, "settings", None),
+                                                     progress=lambda message: progress(message)))
+        details.update(report.details())
+        return report.verdicts()
+
+    data, rows = evaluate(path, settings_path=getattr(args, "settings", None), rules_only=args.rules_only,
+                          threshold=args.threshold, scenarios=scenarios, progress=lambda message: progress(message))
+    data["scenario_details"] = details or None
+    data["command"] = "main.py eval injection " + " ".join(sys.argv[3:])
+    lines = markdown(data)
     print("\n".join(lines))
     if args.json:
-        out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        test = [r for r in rows if r.split == "test"]
-        curves = {f"test {c}": roc([r for r in test if r.record.channel.value == c]) for c in ("data", "user")}
-        out.with_suffix(".svg").write_text(roc_svg(curves, "Injection scanners: ROC on the test split"),
-                                           encoding="utf-8")
-        lines.append(f"![ROC]({out.with_suffix('.svg').name})")
-        out.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        out.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        print(f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.svg')}")
+        paths = write_outputs(data, rows, Path(args.json), lines)
+        print(f"wrote {', '.join(str(p) for p in paths)}")
     return EXIT_OK

@@ -93,6 +93,9 @@ class ScenarioReport:
     outbox_rows: int = 0
     notes: list[str] = field(default_factory=list)
 
+    def details(self) -> dict:
+        return {k: v for k, v in vars(self).items()}
+
     def verdicts(self) -> dict[str, bool]:
         return {
             "retrieval_injection_blocked": self.planted > 0 and self.planted_reached_generator == 0,

@@ -5,6 +5,9 @@ Decision per channel (settings.py):
 - USER: score ≥ user_block → BLOCK; ≥ user_escalate → ESCALATE (the answer waits for a person).
 The combined score is the highest scanner score: each scanner is calibrated on its own, and one
 confident reading is enough (an attacker only needs one trick).
+The seed scanner embeds text, which costs tens of milliseconds per KB where the others cost about one:
+it runs only on messages the scanners before it already score at least `seeds_floor` (a second
+opinion on the doubtful ones); 0 runs it on everything.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from .envelope import Envelope
 from .scanners.base import Channel, Finding, Scanner
 from .scanners.invisible import sanitise
 from .settings import GatewaySettings
+
+COSTLY = frozenset({"seeds"})      # scanners that run only at or above settings.seeds_floor
 
 
 class Gateway:
@@ -31,6 +36,8 @@ class Gateway:
         findings: list[Finding] = []
         best, block = 0.0, self._block_level(channel)
         for scanner in self.scanners:
+            if scanner.name in COSTLY and best < self.settings.seeds_floor:
+                continue
             finding = scanner.scan(text, channel)
             findings.append(finding)
             best = max(best, finding.score)

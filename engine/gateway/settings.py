@@ -1,6 +1,8 @@
 """The gateway's knobs ([gateway] in config/engine.toml). Thresholds were picked on the dev split of
 the labelled injection data with a margin (README "Gateway"); `main.py eval injection` reports them
-on the test split."""
+on the test split. The learned scanners are calibrated to these two numbers (gateway/train.py): a
+classifier or seed score of 0.5 in DATA, and of 0.6 in USER, is that scanner's operating point, so
+moving data_block or user_escalate trades catches for false alarms from every scanner at once."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,8 +13,13 @@ KNOWN_SCANNERS = ("invisible", "patterns", "seeds", "classifier")
 @dataclass(frozen=True)
 class GatewaySettings:
     enabled: bool = True
-    # Run in this order; a message stops at the first scanner that alone reaches the block level.
-    scanners: tuple[str, ...] = ("invisible", "patterns", "seeds", "classifier")
+    # Run in this order; a message stops at the first scanner that alone reaches the block level. The
+    # cheap ones first: the seed scanner embeds text (tens of ms per KB) and runs only when the others
+    # have not already blocked.
+    scanners: tuple[str, ...] = ("invisible", "patterns", "classifier", "seeds")
+    # The seed scanner (embeddings: tens of ms per KB, the others about one) runs only on messages the
+    # scanners before it score at least this high; 0 = on every message.
+    seeds_floor: float = 0.2
     # DATA channel: passages, agent replies, tool results, memory entries.
     data_block: float = 0.5       # combined score at which data is blocked
     data_escalate: float = 1.01   # at or above (and below data_block) data waits for a person; > 1 = never

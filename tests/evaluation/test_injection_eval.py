@@ -41,3 +41,34 @@ def test_a_bad_record_names_the_line(tmp_path, bad, message):
     with pytest.raises(InputError, match=message) as caught:
         load(_file(tmp_path, [ROWS[0], bad]))
     assert "line 2" in str(caught.value)
+
+
+def test_the_gateway_report_has_the_issue_keys_per_split_and_takes_scenario_results(tmp_path):
+    from engine.evaluation.injection import evaluate, markdown, write_outputs
+    path = _file(tmp_path, ROWS * 3)
+    data, rows = evaluate(path, rules_only=True, scenarios=lambda: {"matrix_enforced": True})
+    assert data["scanners"] == ["invisible", "patterns"]
+    for block in (data, data["splits"]["dev"], data["splits"]["test"]):
+        assert {"n", "by_channel", "by_source", "tpr", "fpr", "scan_ms_per_kb_p50", "scenarios"} <= set(block)
+        assert set(block["by_channel"]) == {"data", "user"}
+        assert all({"tpr", "fpr"} <= set(v) for v in block["by_channel"].values())
+    assert data["n"] == data["splits"]["test"]["n"] and data["n"] + data["splits"]["dev"]["n"] == len(rows)
+    assert data["scenarios"] == {"retrieval_injection_blocked": None, "memory_rollback_ok": None,
+                                 "matrix_enforced": True}
+    benign = data["benign_traffic"]
+    assert benign["held_out"]["n"] > 0 and 0.0 <= benign["all"]["fpr"] <= 1.0
+    written = write_outputs(data, rows, tmp_path / "out" / "inj.json", markdown(data))
+    assert all(p.is_file() for p in written)
+    again = json.loads(written[0].read_text(encoding="utf-8"))
+    assert again["by_channel"]["data"].keys() >= {"tpr", "fpr"} and "<polyline" in written[2].read_text()
+
+
+def test_the_gateways_own_decision_flags_what_its_thresholds_say(tmp_path):
+    from engine.config import load_settings
+    from engine.evaluation.injection import evaluate
+    data, rows = evaluate(_file(tmp_path, ROWS), rules_only=True)
+    g = load_settings().gateway
+    limits = {"data": min(g.data_block, g.data_escalate), "user": min(g.user_escalate, g.user_block)}
+    assert data["threshold"] == limits
+    for r in rows:
+        assert r.flagged == (r.score >= limits[r.record.channel.value])
