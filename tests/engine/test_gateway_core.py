@@ -179,3 +179,21 @@ async def test_trace_and_decisions_are_stored_with_an_audit_event_each(gateway, 
     assert own[0].kind == "parent" and "q-1" in own[0].summary
     assert await store.call(store.verify_audit_sync) == 1
     await store.aclose()
+
+
+def test_an_escalated_message_sends_the_answer_to_the_approval_queue(gateway):
+    from engine.review import needs_review
+    from engine.types import Answer, RiskTier, Verdict
+    session = GatewaySession(gateway, "q-1")
+    session.question(INJECTION)
+    answer = Answer(trace_id="q-1", question=INJECTION, tier=RiskTier.LOW, verdict=Verdict.ANSWERED, answer="a",
+                    reason="", citations=(), agents=(), context=(), candidates=(), timings_ms={}, asked_at=0.0,
+                    gateway=session.report())
+    assert [f.kind for f in answer.gateway.escalated] == ["question"]
+    assert "the gateway held a question from operator" in needs_review(answer)
+    quiet = GatewaySession(gateway, "q-2")
+    quiet.question("When did Voyager 1 launch?")
+    calm = Answer(trace_id="q-2", question="q", tier=RiskTier.LOW, verdict=Verdict.ANSWERED, answer="a", reason="",
+                  citations=(), agents=(), context=(), candidates=(), timings_ms={}, asked_at=0.0,
+                  gateway=quiet.report())
+    assert needs_review(calm) == ""
