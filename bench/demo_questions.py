@@ -3,7 +3,7 @@
     .venv/bin/python bench/demo_questions.py [--fleet F] [--settings S] [--tier medium] [--out reports/demo_questions.json]
 
 engine_ms is what the defence costs per question where users pay it: secure retrieval,
-adjudication and the cascade monitor (cascade_ms), in the product path (real agent processes, the engine's embedding cache warmed on the
+adjudication, the cascade monitor (cascade_ms) and the gateway's scanners (gateway_ms), in the product path (real agent processes, the engine's embedding cache warmed on the
 corpus at start as the console does; a tampering agent's texts and new claims are embedded while
 the question waits). The cost target: engine_ms p50 <= 150 ms with 5 retrievers x 10 chunks
 (`--fleet bench/fleet_5x10.toml --settings bench/engine_5x10.toml`).
@@ -52,7 +52,10 @@ async def run(args) -> dict:
             rows.append({"id": q["id"], "tier": tier.value, "verdict": answer.verdict.value, "correct": correct,
                          "answer": answer.answer, "gold": q["answers"], "ms": total_ms,
                          "engine_ms": answer.timings_ms.get("secure_retrieval", 0) + answer.timings_ms.get("adjudicate", 0)
-                         + answer.timings_ms.get("cascade", 0),
+                         + answer.timings_ms.get("cascade", 0) + answer.timings_ms.get("gateway", 0),
+                         "gateway_ms": answer.timings_ms.get("gateway", 0),
+                         "gateway_blocked": len(answer.gateway.blocked) if answer.gateway else 0,
+                         "gateway_escalated": len(answer.gateway.escalated) if answer.gateway else 0,
                          "cascade_ms": answer.timings_ms.get("cascade", 0),
                          "secure_retrieval_ms": answer.timings_ms.get("secure_retrieval", 0),
                          "adjudicate_ms": answer.timings_ms.get("adjudicate", 0)})
@@ -73,6 +76,10 @@ async def run(args) -> dict:
         "secure_retrieval_ms_p50": round(statistics.median(r["secure_retrieval_ms"] for r in rows), 2),
         "adjudicate_ms_p50": round(statistics.median(r["adjudicate_ms"] for r in rows), 2),
         "cascade_ms_p50": round(statistics.median(r["cascade_ms"] for r in rows), 2),
+        "gateway_ms_p50": round(statistics.median(r["gateway_ms"] for r in rows), 2),
+        "gateway_ms_p95": round(_pct([r["gateway_ms"] for r in rows], 0.95), 2),
+        "gateway_blocked": sum(r["gateway_blocked"] for r in rows),
+        "questions_escalated_by_gateway": sum(r["gateway_escalated"] > 0 for r in rows),
         "fleet_startup_s": round(startup_s, 1),
         "fleet": str(args.fleet or "config/fleet.toml"),
         "settings": str(args.settings or "config/engine.toml"),

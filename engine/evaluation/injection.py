@@ -350,10 +350,13 @@ def markdown(data: dict) -> list[str]:
         lines += [f"- retrieval: {d['questions']} questions, {d['planted']} planted passages (test-split data-channel "
                   f"injections inside real passages), {d['planted_blocked']} blocked by the gateway, "
                   f"{d['planted_reached_generator']} in a generator's request",
-                  f"- memory: {d['memory_writes']} poisoned writes, {d['memory_blocked']} blocked, {d['memory_slipped']} "
-                  f"stored, {d['memory_found']} of those found and rolled back (namespace clean: "
-                  f"{d['memory_rolled_back_clean']}; other namespaces touched: {d['other_namespaces_touched']}); "
-                  f"stored ones handed back to their writer as labelled data {d['memory_reached_generator']} time(s)",
+                  f"- memory: {d['memory_writes']} poisoned writes by the agent, {d['memory_blocked']} blocked; "
+                  f"slip-through drill (a test-split injection the gateway misses, written into another "
+                  f"generator's memory): {'planted' if d['drill_planted'] else 'not planted'}; "
+                  f"{d['memory_slipped']} stored entries in all, {d['memory_found']} found, read in "
+                  f"{d['memory_spread_traces']} trace(s) before the rollback; namespaces clean after: "
+                  f"{d['memory_rolled_back_clean']}; other namespaces touched: {d['other_namespaces_touched']}",
+                  "- the carriers at the end: " + ", ".join(f"{a} {s}" for a, s in d.get("carriers", {}).items()),
                   f"- matrix: {d['overreach_requests']} requests outside the matrix, {d['overreach_refused_audited']} "
                   f"refused and audited, outbox rows {d['outbox_rows']}",
                   *(f"- {note}" for note in d.get("notes", []))]
