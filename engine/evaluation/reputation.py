@@ -432,8 +432,8 @@ class InProcessClient:
         return self.world.retrieve(spec.id, query, k)[:k]
 
     async def generate(self, spec: AgentSpec, url: str, query: str, context: tuple[Chunk, ...],
-                       trace_id: str) -> Generation:
-        self._call(spec)
+                       trace_id: str, memory: tuple = ()) -> Generation:
+        self._call(spec)    # the agents in process keep no memory: `memory` is always empty here
         return self.world.generate(spec.id, query, context)
 
     async def validate(self, spec: AgentSpec, url: str, claim: str, evidence: tuple[Chunk, ...], trace_id: str):
