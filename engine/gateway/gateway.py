@@ -11,7 +11,9 @@ opinion on the doubtful ones); 0 runs it on everything.
 """
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from typing import Sequence
 
 from .decision import Action, Screening
@@ -21,18 +23,35 @@ from .scanners.invisible import sanitise
 from .settings import GatewaySettings
 
 COSTLY = frozenset({"seeds"})      # scanners that run only at or above settings.seeds_floor
+MEMO_SIZE = 4096                   # readings kept: retrievers return the same passages question after question
 
 
 class Gateway:
     def __init__(self, settings: GatewaySettings, scanners: Sequence[Scanner]) -> None:
         self.settings = settings
         self.scanners = tuple(scanners)
+        # The scanners are pure functions of (text, channel), so a reading can be reused; bounded, oldest out.
+        self._memo: OrderedDict[tuple[str, str], tuple[float, tuple[Finding, ...]]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def _block_level(self, channel: Channel) -> float:
         return self.settings.user_block if channel is Channel.USER else self.settings.data_block
 
     def score(self, text: str, channel: Channel) -> tuple[float, tuple[Finding, ...]]:
         """Runs the scanners in order; stops early once one alone reaches the block level."""
+        key = (channel.value, text)
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        reading = self._score(text, channel)
+        with self._lock:
+            self._memo[key] = reading
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return reading
+
+    def _score(self, text: str, channel: Channel) -> tuple[float, tuple[Finding, ...]]:
         findings: list[Finding] = []
         best, block = 0.0, self._block_level(channel)
         for scanner in self.scanners:
