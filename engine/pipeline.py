@@ -18,11 +18,11 @@ from .errors import AgentError, InputError
 from .cascade.monitor import CascadeMonitor
 from .cascade.monitors import Monitors
 from .events import CascadeResolved, CascadeScored, QuestionReceived
-from .gateway.decision import Screening
+from .gateway.decision import Action, Screening
 from .gateway.envelope import Envelope, lowest
 from .gateway.gateway import Gateway
 from .gateway.observer import GatewayObserver
-from .gateway.permissions import MemoryOp
+from .gateway.permissions import MEMORY_WRITE, MemoryOp
 from .gateway.report import TraceKind
 from .gateway.session import GatewaySession
 from .generation.adjudicate import Decision, adjudicate
@@ -136,7 +136,7 @@ class Pipeline:
         asked_at = self.clock()
         session = GatewaySession(self.gateway, trace_id, self.clock)
         asked = await asyncio.to_thread(session.question, question)
-        if not asked.passes and asked.action.value == "block":
+        if asked.action is Action.BLOCK:
             raise QuestionBlocked(question, trace_id, session.report())
         self._sessions[trace_id] = session
         try:
@@ -341,7 +341,7 @@ class Pipeline:
         for agent, gen in replies.items():
             for action in gen.actions:
                 result = await self.tools.handle(agent, action, trace_id)
-                session.note(TraceKind.MEMORY_WRITE if action.tool == "memory.write" else TraceKind.TOOL_CALL,
+                session.note(TraceKind.MEMORY_WRITE if action.tool == MEMORY_WRITE else TraceKind.TOOL_CALL,
                              agent, action.tool, f"{result.status.value} {action.tool}: {result.why}",
                              data={"tool": action.tool, "status": result.status.value, "why": result.why,
                                    "call": result.call_id})
