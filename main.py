@@ -1,5 +1,5 @@
-"""Quorum: `python main.py` (console) | ask | fleet up | audit verify | review | agents | eval | trace | memory |
-tools | gateway. Exit codes: 0 ok, 1 failure, 2 bad input."""
+"""Quorum: `python main.py` (console) | ask | fleet up | audit verify|list|export | review | agents | eval |
+trace | memory | tools | gateway. Exit codes: 0 ok, 1 failure, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -32,6 +32,8 @@ COMMAND_MODULES = {
     "memory": "engine.memory.cli",
     "tools": "engine.gateway.tools_cli",
     "gateway": "engine.gateway.train_cli",
+    "alerts": "engine.alerts.cli",
+    "audit": "engine.audit_cli",
 }
 
 
@@ -48,9 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
     fleet = sub.add_parser("fleet", help="run the built-in agents")
     fleet.add_argument("action", choices=["up"])
     _common(fleet)
-    audit = sub.add_parser("audit", help="check the audit trail")
-    audit.add_argument("action", choices=["verify"])
-    audit.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="SQLite file (default: user data dir, or $QUORUM_DB)")
     _add_review_parser(sub)
     from engine.trust_cli import add_agents_parser
     add_agents_parser(sub, _common)
@@ -225,26 +224,6 @@ async def _fleet_up(args) -> int:
     return EXIT_OK
 
 
-def _audit_verify(args) -> int:
-    from engine import AuditChainBroken, default_db_path
-    from engine.store.db import Store
-    path = args.db or default_db_path()
-    if not Path(path).is_file():
-        print(f"{path}: no database here yet", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    store = Store(path)
-    store.open_sync()
-    try:
-        count = store.verify_audit_sync()
-    except AuditChainBroken as exc:
-        print(f"{path}: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    finally:
-        store.close_sync()
-    print(f"{path}: audit chain intact ({count} events)")
-    return EXIT_OK
-
-
 def _review(args) -> int:
     from engine import InputError, default_db_path
     from engine.review import allowed_reasons_text
@@ -330,8 +309,6 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_ask(args))
         if args.command == "fleet":
             return asyncio.run(_fleet_up(args))
-        if args.command == "audit":
-            return _audit_verify(args)
         if args.command == "review":
             return _review(args)
         if args.command == "agents":

@@ -12,6 +12,10 @@ import platformdirs
 
 from .agents.client import AgentClient
 from .agents.launcher import FleetLauncher
+from .alerts.book import AlertBook
+from .alerts.row import AlertRow
+from .alerts.rules import alerts_for
+from .alerts.silences import Silence
 from .config import EngineSettings, FleetConfig
 from .corpus import load_corpus
 from .errors import AgentError, InputError
@@ -29,10 +33,13 @@ from .retrieval.secure import SecureRetrieval
 from .text import sentences
 from .review import ReviewItem, ReviewQueue, needs_review
 from .verify.embedders import EMBEDDERS, CachedEmbedder
+from .store.audit_log import AuditLog
 from .store.db import Store
 from .store.traces import DecisionRow, TraceLine, recent_decisions_sync, trace_sync, write_report
-from .events import AgentChanged, EngineReady, GatewayFlagged, ReviewEnqueued, TrustUpdated
+from .events import (AgentChanged, AlertChanged, AlertsRaised, EngineReady, GatewayFlagged, ReviewEnqueued,
+                     SilencesChanged, TrustUpdated)
 from .trust import TrustKeeper, TrustUpdate
+from .reputation.events import AlertKind
 from .types import AgentKind, AgentState, Answer, RiskTier
 
 Listener = Callable[[object], None]    # receives engine.events types, reputation events and generic Events
@@ -56,9 +63,11 @@ class Engine:
         self.settings = settings
         self.clock = clock
         self.store = Store(db_path or default_db_path(), clock=clock)
+        self.audit_log = AuditLog(self.store)        # the audit trail as operators filter, verify and export it
         self.review = ReviewQueue(self.store)        # the approval queue, on the same SQLite file
         self.cache_dir = Path(cache_dir or default_cache_dir())
         self.trust = TrustKeeper(self.store, settings.reputation, clock=clock)   # the reputation book, on the same file
+        self.alerts = AlertBook(self.store, clock=clock)   # operators' alerts and silences, on the same file
         self.registry = AgentRegistry(fleet, trust=self.trust)
         self.client = AgentClient(settings.limits, transport=transport)
         self.launcher = FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state) if launch else None
@@ -173,9 +182,12 @@ class Engine:
                                                  if why else None)
         item = await self.review.get(item_id) if item_id is not None else None
         update = await self.trust.after_answer(answer)
+        # The answer's own alerts (injection blocked, cascade, no consensus), recorded whatever the silences.
+        raised = await self.alerts.record(alerts_for(answer, self.clock(), self.settings.generation.min_support))
         await self.memory.maybe_snapshot(self.clock())
         self._show_trust({o.agent_id for o in answer.agents} | update.agents)
         self._emit(TrustUpdated(update, answer.trace_id, self.clock()))
+        await self._announce_alerts(update.alerts + raised, answer.trace_id)
         if answer.gateway is not None and answer.gateway.flags:
             self._emit(GatewayFlagged(answer.gateway.flags, answer.trace_id, self.clock()))
         if item is not None:
@@ -194,19 +206,20 @@ class Engine:
     async def quarantine(self, agent_id: str, reason: str, operator: str) -> AgentView:
         """Takes an agent off all work now, with the operator's reason (audited)."""
         self._known(agent_id)
-        self._after_trust_change(await self.trust.quarantine(agent_id, reason, operator))
+        await self._after_trust_change(await self.trust.quarantine(agent_id, reason, operator))
         return self.registry.get(agent_id)
 
     async def release(self, agent_id: str, reason: str, operator: str) -> AgentView:
         """Lets a quarantined agent back on probation: low-risk work and a capped vote until it earns its way."""
         self._known(agent_id)
-        self._after_trust_change(await self.trust.release(agent_id, reason, operator))
+        await self._after_trust_change(await self.trust.release(agent_id, reason, operator))
         return self.registry.get(agent_id)
 
     async def decide(self, item_id: int, approve: bool, operator: str, reason: str, note: str = "") -> ReviewItem:
         """An operator's decision on a waiting answer; the agents behind the answer gain or lose by it."""
         item = await self.review.decide(item_id, approve, operator, reason, note)
-        self._after_trust_change(await self.trust.after_decision(DecidedAnswer.from_payload(item.payload), approve))
+        update = await self.trust.after_decision(DecidedAnswer.from_payload(item.payload), approve)
+        await self._after_trust_change(update)
         return item
 
     def _known(self, agent_id: str) -> None:
@@ -216,9 +229,10 @@ class Engine:
             known = ", ".join(v.spec.id for v in self.registry.all())
             raise InputError(f"no agent {agent_id!r} in the fleet (agents: {known})") from None
 
-    def _after_trust_change(self, update: TrustUpdate) -> None:
+    async def _after_trust_change(self, update: TrustUpdate) -> None:
         self._show_trust(update.agents)
         self._emit(TrustUpdated(update, "", self.clock()))
+        await self._announce_alerts(update.alerts, "")
 
     def _show_trust(self, agent_ids) -> None:
         """Copies the book's standing into the registry's views and tells the console."""
@@ -227,6 +241,44 @@ class Engine:
                 record = self.trust.book.record(agent_id)
                 self.registry.set_trust(agent_id, round(record.score, 4), record.state.value)
                 self._emit(AgentChanged(self.registry.get(agent_id), "", self.clock()))
+
+    # --- alerts: acknowledge, silence (engine.alerts) ---------------------------------------------
+    async def _announce_alerts(self, alerts: tuple[AlertRow, ...], trace_id: str) -> None:
+        """Every new alert, already recorded, reaches listeners marked muted or not as of now."""
+        if alerts:
+            self._emit(AlertsRaised(await self.alerts.marked(alerts), trace_id, self.clock()))
+
+    async def alerts_list(self, open_only: bool = False, limit: int = 200) -> tuple[AlertRow, ...]:
+        """Newest first, muted ones included and marked (silenced_by)."""
+        return await self.alerts.alerts(open_only, limit)
+
+    async def silences(self, active_only: bool = True) -> tuple[Silence, ...]:
+        return await self.alerts.silences(active_only)
+
+    async def acknowledge_alert(self, alert_id: int | str, by: str, comment: str = "") -> AlertRow:
+        """Audited with the comment; the first acknowledgement of an alert stands."""
+        row = await self.alerts.acknowledge(alert_id, by, comment)
+        self._emit(AlertChanged(row, self.clock()))
+        return row
+
+    async def silence_alerts(self, kind: AlertKind | str | None, agent_id: str | None, duration_s: float, by: str,
+                             comment: str) -> Silence:
+        """Mutes notification of matching alerts (a kind, an agent of the fleet, or both) for duration_s;
+        they are still recorded and listed. Audited with the comment."""
+        if agent_id:
+            self._known(agent_id.strip())     # a typo would silence nothing while the operator thinks it did
+        silence = await self.alerts.silence(kind, agent_id, duration_s=duration_s, by=by, comment=comment)
+        await self._announce_silences()
+        return silence
+
+    async def end_silence(self, silence_id: int | str, by: str) -> Silence:
+        """Ends an active silence now (audited): its unacknowledged alerts notify again."""
+        silence = await self.alerts.end_silence(silence_id, by)
+        await self._announce_silences()
+        return silence
+
+    async def _announce_silences(self) -> None:
+        self._emit(SilencesChanged(await self.alerts.silences(True), self.clock()))
 
     # --- the gateway's record ----------------------------------------------------------------
     async def gateway_decisions(self, limit: int = 200) -> tuple[DecisionRow, ...]:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from .types import RiskTier
 
 if TYPE_CHECKING:   # only for annotations: the registry and the review queue import the engine's types
+    from .alerts.row import AlertRow
+    from .alerts.silences import Silence
     from .cascade.types import CascadeOutcome, StageScore
     from .gateway.report import GatewayFlag
     from .registry import AgentView
@@ -72,6 +74,30 @@ class CascadeResolved:
     outcome: "CascadeOutcome"
     trace_id: str
     question: str
+    at: float
+
+
+@dataclass(frozen=True)
+class AlertsRaised:
+    """New alerts, every one recorded: the reputation book's and the alert rules' (engine.alerts). Each
+    row says which active silence mutes it now (silenced_by): a muted alert is listed but does not notify."""
+    alerts: tuple["AlertRow", ...]
+    trace_id: str                # the question that raised them; "" for an operator's action
+    at: float
+
+
+@dataclass(frozen=True)
+class AlertChanged:
+    """An operator acknowledged an alert (with an optional comment): the row as it now is."""
+    alert: "AlertRow"
+    at: float
+
+
+@dataclass(frozen=True)
+class SilencesChanged:
+    """A silence was added or ended early: the silences active now. Expiry sends no event: each silence
+    says when it ends (ends_at), and a listener re-reads its counts then."""
+    silences: tuple["Silence", ...]
     at: float
 
 

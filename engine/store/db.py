@@ -1,4 +1,4 @@
-"""The one SQLite file: questions, agent calls, the audit chain, the approval queue.
+"""The one SQLite file: questions, agent calls, the audit chain, the approval queue, alerts and silences.
 
 One dedicated thread owns the sqlite-utils Database; the asyncio loop awaits it through that
 thread's executor. WAL with synchronous=FULL: a write that was reported is on disk. A decision
@@ -103,6 +103,27 @@ MIGRATIONS: list[str] = [
     CREATE INDEX tool_calls_trace ON tool_calls(trace_id);
     CREATE TABLE outbox (id INTEGER PRIMARY KEY, tool_call_id INTEGER NOT NULL REFERENCES tool_calls(id),
         recipient TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL, at REAL NOT NULL);
+    """,
+    # 7: the audit trail's filters (engine.store.audit_log): by actor, by type (exact or a prefix) and by
+    # time, and the actor / type dropdowns (DISTINCT on a covering index), without scanning the chain.
+    """
+    CREATE INDEX audit_actor ON audit(actor);
+    CREATE INDEX audit_type ON audit(type);
+    CREATE INDEX audit_at ON audit(at);
+    """,
+    # 8: operator alerts (engine.alerts): each alert's severity (older rows get their kind's, as the
+    # kinds table had it then), the acknowledgement's comment, and silences: a kind and/or an agent muted
+    # until expires_at (or until an operator ends it). Silences mute notification; alerts are still kept.
+    """
+    ALTER TABLE alerts ADD COLUMN severity TEXT NOT NULL DEFAULT 'warning'
+        CHECK(severity IN ('critical','warning','info'));
+    UPDATE alerts SET severity = 'critical' WHERE kind IN ('auto_quarantine','agent_down','injection_blocked');
+    ALTER TABLE alerts ADD COLUMN ack_comment TEXT;
+    CREATE TABLE silences (id INTEGER PRIMARY KEY, kind TEXT, agent_id TEXT, created_by TEXT NOT NULL,
+        comment TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, ended_at REAL, ended_by TEXT,
+        CHECK(kind IS NOT NULL OR agent_id IS NOT NULL), CHECK(expires_at > created_at),
+        CHECK((ended_at IS NULL) = (ended_by IS NULL)));
+    CREATE INDEX silences_expiry ON silences(expires_at);
     """,
 ]
 

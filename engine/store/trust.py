@@ -1,14 +1,17 @@
 """The reputation book's tables in the one SQLite file: standing, score history and alerts.
 
+The alerts table is shared with the alert book (engine.alerts): its SQL lives in engine.alerts.table.
+
 Every write runs on the store's thread inside one transaction with its audit events, so a score
 change is never on disk without the event that explains it (and the other way round).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..errors import InputError
+from ..alerts import table as alert_table
+from ..alerts.row import AlertRow, NewAlert   # re-exported: the console and the trust keeper import them here
 from .db import Store
 
 TRUST_COLUMNS = ("agent_id", "role", "log_odds", "state", "first_seen", "last_change_at", "last_change_why",
@@ -33,31 +36,6 @@ class AuditEntry:
     payload: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
-class AlertRow:
-    id: int
-    kind: str
-    agent_id: str
-    message: str
-    trace_id: str
-    at: float
-    acknowledged_by: str | None = None
-    acknowledged_at: float | None = None
-
-    @property
-    def open(self) -> bool:
-        return self.acknowledged_at is None
-
-
-@dataclass(frozen=True)
-class NewAlert:
-    kind: str
-    agent_id: str
-    message: str
-    trace_id: str
-    at: float
-
-
 class TrustTables:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -78,33 +56,19 @@ class TrustTables:
             for p in points:
                 conn.execute("INSERT INTO trust_history (agent_id, score, state, trace_id, why, at) "
                              "VALUES (?, ?, ?, ?, ?, ?)", (p.agent_id, p.score, p.state, p.trace_id, p.why, p.at))
-            ids = []
-            for a in alerts:
-                cursor = conn.execute("INSERT INTO alerts (kind, agent_id, message, trace_id, at) VALUES (?, ?, ?, ?, ?)",
-                                      (a.kind, a.agent_id, a.message, a.trace_id, a.at))
-                ids.append(cursor.lastrowid)
+            ids = [alert_table.insert_alert(self.store, a) for a in alerts]
             for entry in audit:
                 self.store.append_audit(entry.trace_id, entry.actor, entry.type, entry.payload)
             return ids
         return self.store.transaction(write)
 
-    async def acknowledge(self, alert_id: int, by: str) -> AlertRow:
-        return await self.store.call(self.acknowledge_sync, alert_id, by)
+    async def acknowledge(self, alert_id: int, by: str, comment: str = "") -> AlertRow:
+        return await self.store.call(self.acknowledge_sync, alert_id, by, comment)
 
-    def acknowledge_sync(self, alert_id: int, by: str) -> AlertRow:
-        def write() -> AlertRow:
-            conn = self.store.db.conn
-            row = conn.execute("SELECT * FROM alerts WHERE id = ?", [alert_id]).fetchone()
-            if row is None:
-                raise InputError(f"no alert #{alert_id}")
-            if row[7] is None:
-                now = self.store.clock()
-                conn.execute("UPDATE alerts SET acknowledged_by = ?, acknowledged_at = ? WHERE id = ?",
-                             (by, now, alert_id))
-                self.store.append_audit(row[4], by, "alert.acknowledged", {"alert": alert_id, "kind": row[1],
-                                                                           "agent": row[2]})
-            return _alert(conn.execute("SELECT * FROM alerts WHERE id = ?", [alert_id]).fetchone())
-        return self.store.transaction(write)
+    def acknowledge_sync(self, alert_id: int, by: str, comment: str = "") -> AlertRow:
+        """The alert book's acknowledgement (engine.alerts.book), audited with its comment."""
+        from ..alerts.book import AlertBook    # the book imports this module's store
+        return AlertBook(self.store).acknowledge_sync(alert_id, by, comment)
 
     # --- reads -----------------------------------------------------------------------------
     async def standings(self) -> list[dict[str, Any]]:
@@ -125,11 +89,5 @@ class TrustTables:
         return await self.store.call(self.alerts_sync, open_only, limit)
 
     def alerts_sync(self, open_only: bool = False, limit: int = 200) -> list[AlertRow]:
-        where = "WHERE acknowledged_at IS NULL " if open_only else ""
-        rows = self.store.db.conn.execute(f"SELECT * FROM alerts {where}ORDER BY at DESC, id DESC LIMIT ?",
-                                          [limit]).fetchall()
-        return [_alert(r) for r in rows]
-
-
-def _alert(row: Iterable[Any]) -> AlertRow:
-    return AlertRow(*row)
+        """Newest first, as stored (not marked muted: the alert book does that)."""
+        return alert_table.list_alerts(self.store, open_only, limit)
