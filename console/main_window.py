@@ -65,7 +65,7 @@ class MainWindow(QMainWindow):
         self.approvals_panel = ApprovalsPanel(service)
         self.trust_panel = TrustPanel(service)
         self.alerts_panel = AlertsPanel(service)
-        self.cascade_panel = CascadePanel(theta=service.cascade_threshold)
+        self.cascade_panel = CascadePanel(theta=service.cascade.threshold)
         self.gateway_panel = GatewayPanel(service)
         self.memory_panel = MemoryPanel(service)
         self.tools_panel = ToolCallsPanel(service)
@@ -113,18 +113,18 @@ class MainWindow(QMainWindow):
         self.alerts_panel.sig_agent_selected.connect(self.fleet_panel.select_agent)
         # The cascade monitor's events, live; the answer brings each stage's own confidence.
         cascade = self.cascade_panel
-        service.sig_question_started.connect(cascade.start_question)
-        service.sig_cascade_scored.connect(cascade.add_score)
-        service.sig_cascade_resolved.connect(cascade.resolve)
-        service.sig_answer.connect(cascade.add_answer)
-        for signal in (service.sig_cascade_resolved, service.sig_answer):     # after the panel took it in
+        service.questions.sig_started.connect(cascade.start_question)
+        service.cascade.sig_scored.connect(cascade.add_score)
+        service.cascade.sig_resolved.connect(cascade.resolve)
+        service.questions.sig_answer.connect(cascade.add_answer)
+        for signal in (service.cascade.sig_resolved, service.questions.sig_answer):     # after the panel took it in
             signal.connect(self._refresh_cascade_title)
         self.ask_panel.answer_view.sig_show_cascade.connect(self.show_cascade)
         # The gateway's stopped messages, live; any panel's "Open trace…" ends in the one trace view.
         self.gateway_panel.sig_counts_changed.connect(self._refresh_gateway_title)
         self.ask_panel.answer_view.sig_open_trace.connect(self.trace_view.open_trace)
-        service.sig_trace_loaded.connect(self.trace_view.show_trace)
-        service.sig_trace_failed.connect(self.trace_view.show_failure)
+        service.traces.sig_loaded.connect(self.trace_view.show_trace)
+        service.traces.sig_failed.connect(self.trace_view.show_failure)
         # Memory and tool calls: their traces open in the same trace view; the titles count what needs a person.
         self.memory_panel.sig_open_trace.connect(self.trace_view.open_trace)
         self.tools_panel.sig_open_trace.connect(self.trace_view.open_trace)
@@ -158,7 +158,7 @@ class MainWindow(QMainWindow):
         service.sig_stopping.connect(self._on_stopping)
         service.sig_stopped.connect(lambda: self.status_text.setText("Engine stopped"))
         self.fleet_panel.sig_summary_changed.connect(self._on_fleet_summary)
-        service.sig_agent_changed.connect(self._on_trust_standing)
+        service.fleet.sig_agent_changed.connect(self._on_trust_standing)
 
     # --- fleet / approvals tabs ------------------------------------------------------------
     def show_approvals(self) -> None:
@@ -243,8 +243,8 @@ class MainWindow(QMainWindow):
 
     def _on_ready(self, _agents_up: int) -> None:
         self._ready = True
-        self._service.load_trust()          # the stored score history and alerts, once; live from here on
-        self._service.load_gateway()        # the gateway's stored decisions, likewise
+        self._service.trust.load()          # the stored score history and alerts, once; live from here on
+        self._service.gateway.load()        # the gateway's stored decisions, likewise
         self.progress.hide()
         self._on_fleet_summary(self.fleet_panel.summary())
 

@@ -130,16 +130,16 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
         """Seeds the demo data (see seed_demo), reads it back through the service, selects something telling."""
         picks = await seed_demo(service._engine, trace_id)    # demo seeding only: the console never reaches past the service
         if top_panel == "memory":
-            service.load_memory()
-            await first_emission(service.sig_memory_loaded, timeout_s=timeout_s)
+            service.memory.load()
+            await first_emission(service.memory.sig_loaded, timeout_s=timeout_s)
             window.show_memory()
             panel = window.memory_panel
             panel.select_entry(picks["entry"])
             panel.ask_spread()
-            await first_emission(service.sig_memory_spread, timeout_s=timeout_s)
+            await first_emission(service.memory.sig_spread, timeout_s=timeout_s)
         else:
-            service.load_tool_calls()
-            await first_emission(service.sig_tool_calls_loaded, timeout_s=timeout_s)
+            service.tools.load()
+            await first_emission(service.tools.sig_loaded, timeout_s=timeout_s)
             window.show_tools()
             window.tools_panel.select_call(picks["call"])
 
@@ -152,13 +152,13 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
             await first_emission(service.sig_ready, service.sig_error, timeout_s=timeout_s)
         panel = window.ask_panel
         answers, flagged = [], []
-        service.sig_answer.connect(answers.append)
-        service.sig_gateway_flagged.connect(lambda event: flagged.append(event.trace_id))
+        service.questions.sig_answer.connect(answers.append)
+        service.gateway.sig_flagged.connect(lambda event: flagged.append(event.trace_id))
         for n in range(max(repeat, 1)):
             panel.question.setText(question)
             panel.tier.setCurrentText(tier)
             panel.submit()
-            _, (ok,) = await first_emission(service.sig_question_finished, timeout_s=timeout_s)
+            _, (ok,) = await first_emission(service.questions.sig_finished, timeout_s=timeout_s)
             if not ok and not flagged:      # a question the gateway blocked has no answer, but a trace
                 log.error("question %d failed; no screenshot", n + 1)
                 return 1
@@ -195,7 +195,7 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
                 log.error("no trace to show; no screenshot")
                 return 1
             # Connected before the loop runs the read, so its signal cannot be missed.
-            which, _ = await first_emission(service.sig_trace_loaded, service.sig_trace_failed, timeout_s=timeout_s)
+            which, _ = await first_emission(service.traces.sig_loaded, service.traces.sig_failed, timeout_s=timeout_s)
             if which != 0:
                 log.error("trace %s could not be shown; no screenshot", last)
                 return 1

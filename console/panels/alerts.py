@@ -186,9 +186,9 @@ class AlertsPanel(QWidget):
         self.trace_button.clicked.connect(self.open_selected_trace)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
-        service.sig_trust_updated.connect(self._on_trust_updated)
-        service.sig_trust_loaded.connect(self._on_trust_loaded)
-        service.sig_alert_acknowledged.connect(self.show_alert)
+        service.trust.sig_updated.connect(self._on_trust_updated)
+        service.trust.sig_loaded.connect(self._on_trust_loaded)
+        service.alerts.sig_acknowledged.connect(self.show_alert)
         for signal in (self.model.modelReset, self.model.rowsInserted, self.model.dataChanged):
             signal.connect(self._on_model_changed)
         self._on_model_changed()
@@ -250,17 +250,17 @@ class AlertsPanel(QWidget):
     def acknowledge_selected(self) -> None:
         alert = self.current_alert()
         if alert is not None and alert.open and self._accepting:
-            self._service.acknowledge_alert(alert.id)
+            self._service.alerts.acknowledge(alert.id)
 
     def acknowledge_all(self) -> None:
         if self._accepting:
             for alert_id in self.model.open_ids():
-                self._service.acknowledge_alert(alert_id)
+                self._service.alerts.acknowledge(alert_id)
 
     def open_selected_trace(self) -> None:
         alert = self.current_alert()
         if alert is not None and alert.trace_id:
-            self._service.open_trace(alert.trace_id)
+            self._service.traces.open(alert.trace_id)
 
     # --- state -----------------------------------------------------------------------------
     def _on_ready(self, _agents_up: int) -> None:

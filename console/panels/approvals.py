@@ -346,9 +346,9 @@ class ApprovalsPanel(QWidget):
         self.form.sig_cancelled.connect(self._form_closed)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
-        service.sig_review_changed.connect(self.show_item)
-        service.sig_reviews_loaded.connect(self.show_items)
-        service.sig_review_failed.connect(self._on_failed)
+        service.reviews.sig_changed.connect(self.show_item)
+        service.reviews.sig_loaded.connect(self.show_items)
+        service.reviews.sig_failed.connect(self._on_failed)
         for signal in (self.model.modelReset, self.model.rowsInserted, self.model.dataChanged):
             signal.connect(self._on_model_changed)
         self._on_model_changed()
@@ -358,7 +358,7 @@ class ApprovalsPanel(QWidget):
     # --- items in --------------------------------------------------------------------------
     def reload(self) -> None:
         if self._accepting:
-            self._service.load_reviews()
+            self._service.reviews.load()
 
     def show_items(self, items: list[ReviewItem]) -> None:
         current = self.current_item()
@@ -406,7 +406,7 @@ class ApprovalsPanel(QWidget):
         self._refresh_buttons()
 
     def _on_confirmed(self, item_id: int, approve: bool, reason: str, note: str) -> None:
-        if self._service.decide(item_id, approve, reason, note) is None:
+        if self._service.reviews.decide(item_id, approve, reason, note) is None:
             return          # refused at once: sig_review_failed has told the form why
         self._refresh_buttons()
 

@@ -55,16 +55,16 @@ class AskPanel(QWidget):
         self.question.returnPressed.connect(self.submit)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
-        service.sig_question_started.connect(self._on_question_started)
-        service.sig_answer.connect(self.show_answer)
-        service.sig_question_finished.connect(self._on_question_finished)
+        service.questions.sig_started.connect(self._on_question_started)
+        service.questions.sig_answer.connect(self.show_answer)
+        service.questions.sig_finished.connect(self._on_question_finished)
         self._refresh()
 
     def submit(self) -> None:
         if not self.ask_button.isEnabled():    # Enter while disabled must not sneak a question in
             return
         self._set_busy(True, "Asking the fleet…")
-        if self._service.ask(self.question.text(), self.tier.currentText()) is None:
+        if self._service.questions.ask(self.question.text(), self.tier.currentText()) is None:
             self._set_busy(False)
 
     def show_answer(self, answer: Answer) -> None:

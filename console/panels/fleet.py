@@ -188,7 +188,7 @@ class FleetPanel(QWidget):
         self._accepting = service.ready
         self.dialog: TrustActionDialog | None = None
         self.model = FleetModel(self)
-        self.model.set_agents(service.agents())
+        self.model.set_agents(service.fleet.agents())
 
         self.title = QLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
@@ -223,11 +223,11 @@ class FleetPanel(QWidget):
         layout.addWidget(self.header_row)
         layout.addWidget(self.table)
 
-        service.sig_agent_changed.connect(self.model.update_agent)
-        service.sig_answer.connect(self.show_suspects)
+        service.fleet.sig_agent_changed.connect(self.model.update_agent)
+        service.questions.sig_answer.connect(self.show_suspects)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
-        service.sig_trust_failed.connect(self._on_trust_failed)
+        service.trust.sig_failed.connect(self._on_trust_failed)
         self.model.dataChanged.connect(self._update_title)
         self.model.modelReset.connect(self._update_title)
         self.model.rowsInserted.connect(self._update_title)

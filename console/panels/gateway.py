@@ -96,9 +96,9 @@ class GatewayPanel(QWidget):
         self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
         self.table.doubleClicked.connect(self._on_double_clicked)
         self.trace_button.clicked.connect(self.open_selected_trace)
-        self.refresh_button.clicked.connect(lambda: self._service.load_gateway())
-        service.sig_gateway_flagged.connect(self._on_flagged)
-        service.sig_gateway_loaded.connect(self._on_loaded)
+        self.refresh_button.clicked.connect(lambda: self._service.gateway.load())
+        service.gateway.sig_flagged.connect(self._on_flagged)
+        service.gateway.sig_loaded.connect(self._on_loaded)
         for signal in (self.model.modelReset, self.model.rowsInserted, self.model.rowsRemoved, self.model.dataChanged):
             signal.connect(self._on_model_changed)
         for signal in (self.proxy.modelReset, self.proxy.rowsInserted, self.proxy.rowsRemoved,
@@ -148,7 +148,7 @@ class GatewayPanel(QWidget):
     def open_selected_trace(self) -> None:
         row = self.current_row()
         if row is not None:
-            self._service.open_trace(row.question_trace_id)
+            self._service.traces.open(row.question_trace_id)
 
     def _on_double_clicked(self, index: QModelIndex) -> None:
         if index.isValid():

@@ -371,17 +371,17 @@ class MemoryPanel(QWidget):
         self.spread_trace_button.clicked.connect(self.open_spread_trace)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
-        service.sig_memory_loaded.connect(self.show_state)
-        service.sig_memory_changed.connect(self._on_changed)
-        service.sig_memory_failed.connect(self._on_failed)
-        service.sig_memory_spread.connect(self.show_spread)
+        service.memory.sig_loaded.connect(self.show_state)
+        service.memory.sig_changed.connect(self._on_changed)
+        service.memory.sig_failed.connect(self._on_failed)
+        service.memory.sig_spread.connect(self.show_spread)
         self._show_summary()
         self._refresh_buttons()
 
     # --- state in --------------------------------------------------------------------------
     def reload(self) -> None:
         if self._accepting:
-            self._service.load_memory()
+            self._service.memory.load()
 
     def show_state(self, state: MemoryState) -> None:
         """Memory as the store has it; the namespace and entry the operator selected stay selected."""
@@ -480,11 +480,11 @@ class MemoryPanel(QWidget):
     def snapshot_selected(self) -> None:
         namespace = self.current_namespace()
         if namespace and self._accepting:
-            self._service.snapshot_memory(namespace)
+            self._service.memory.snapshot(namespace)
 
     def snapshot_all(self) -> None:
         if self._accepting:
-            self._service.snapshot_memory(None)
+            self._service.memory.snapshot(None)
 
     def open_rollback(self) -> RollbackDialog | None:
         namespace = self.current_namespace()
@@ -498,7 +498,7 @@ class MemoryPanel(QWidget):
 
     def rollback(self, namespace: str, snapshot_id: int | None, trace_id: str, reason: str) -> None:
         say(self.message, f"Rolling {namespace} back…", style.GREY)
-        self._service.rollback_memory(namespace, snapshot_id=snapshot_id, before_trace=trace_id or None, reason=reason)
+        self._service.memory.rollback(namespace, snapshot_id=snapshot_id, before_trace=trace_id or None, reason=reason)
 
     def open_status_dialog(self, quarantine: bool) -> ReasonDialog | None:
         entry = self.current_entry()
@@ -525,11 +525,11 @@ class MemoryPanel(QWidget):
 
     def quarantine(self, entry_id: int, reason: str) -> None:
         say(self.message, f"Quarantining #{entry_id}…", style.GREY)
-        self._service.quarantine_memory(entry_id, reason)
+        self._service.memory.quarantine(entry_id, reason)
 
     def release(self, entry_id: int, reason: str) -> None:
         say(self.message, f"Releasing #{entry_id}…", style.GREY)
-        self._service.release_memory(entry_id, reason)
+        self._service.memory.release(entry_id, reason)
 
     def _open(self, dialog: ReasonDialog) -> ReasonDialog:
         if self.dialog is not None:
@@ -550,7 +550,7 @@ class MemoryPanel(QWidget):
         entry = self.current_entry()
         if entry is not None and self._accepting:
             self.spread_title.setText(f"Who read #{entry.id}? Reading…")
-            self._service.memory_spread(entry.id)
+            self._service.memory.spread(entry.id)
 
     def show_spread(self, spread: Spread) -> None:
         self.spread = spread

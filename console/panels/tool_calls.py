@@ -317,15 +317,15 @@ class ToolCallsPanel(QWidget):
         self.refresh_button.clicked.connect(self.reload)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
-        service.sig_tool_calls_loaded.connect(self.show_state)
-        service.sig_tool_call_changed.connect(self._on_changed)
-        service.sig_tool_call_failed.connect(self._on_failed)
+        service.tools.sig_loaded.connect(self.show_state)
+        service.tools.sig_changed.connect(self._on_changed)
+        service.tools.sig_failed.connect(self._on_failed)
         self._on_model_changed()
 
     # --- calls in --------------------------------------------------------------------------
     def reload(self) -> None:
         if self._accepting:
-            self._service.load_tool_calls()
+            self._service.tools.load()
 
     def show_state(self, state: ToolCallsState) -> None:
         """The calls and the outbox as stored; the selected call stays selected (else the first pending one)."""
@@ -388,7 +388,7 @@ class ToolCallsPanel(QWidget):
 
     def decide(self, call_id: int, approve: bool, reason: str) -> None:
         self._say(f"{'Approving' if approve else 'Rejecting'} #{call_id}…", style.GREY)
-        self._service.decide_tool_call(call_id, approve, reason)
+        self._service.tools.decide(call_id, approve, reason)
 
     def _dialog_closed(self, dialog: ReasonDialog) -> None:
         if self.dialog is dialog:
@@ -415,7 +415,7 @@ class ToolCallsPanel(QWidget):
 
     def show_permissions(self) -> PermissionsDialog:
         if self.permissions_dialog is None:
-            self.permissions_dialog = PermissionsDialog(self._service.permissions(), self)
+            self.permissions_dialog = PermissionsDialog(self._service.tools.permissions(), self)
         if self.permissions_dialog.isVisible():
             self.permissions_dialog.raise_()       # already open, maybe behind the console
         else:

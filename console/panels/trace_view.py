@@ -143,7 +143,7 @@ class TraceView(QDialog):
         if trace_id:
             self.status.setText(f"Reading trace {trace_id}…")
             self.status.setStyleSheet("")
-        return self._service.open_trace(trace_id)
+        return self._service.traces.open(trace_id)
 
     def copy_trace_id(self) -> None:
         if self.trace_id:

@@ -157,7 +157,7 @@ class TrustPanel(QWidget):
     def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._service = service
-        self.floor = service.quarantine_floor
+        self.floor = service.trust.quarantine_floor
         self._order: list[str] = []                       # fleet order: an agent keeps its colour
         self._views: dict[str, AgentView] = {}
         self._points: dict[str, list[ScorePoint]] = {}    # per agent, oldest first
@@ -238,14 +238,14 @@ class TrustPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(body, 1)
 
-        for view in service.agents():
+        for view in service.fleet.agents():
             self._know(view)
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
         self.legend.selectionModel().currentRowChanged.connect(self._on_legend_current)
-        service.sig_agent_changed.connect(self.update_agent)
-        service.sig_trust_updated.connect(self._on_trust_updated)
-        service.sig_trust_loaded.connect(self._on_trust_loaded)
+        service.fleet.sig_agent_changed.connect(self.update_agent)
+        service.trust.sig_updated.connect(self._on_trust_updated)
+        service.trust.sig_loaded.connect(self._on_trust_loaded)
         self._redraw()
 
     # --- points in -------------------------------------------------------------------------

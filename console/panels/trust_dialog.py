@@ -83,7 +83,7 @@ class TrustActionDialog(QDialog):
         self.standing = plain_label(standing_text(view))
         self.standing.setStyleSheet(f"color: {style.GREY.name()}")
         self.consequence = plain_label(CONSEQUENCES[action].format(agent=self.agent_id,
-                                                                    s=service.reputation_settings))
+                                                                    s=service.trust.settings))
         self.reason_label = QLabel("&Reason (required):")
         self.reason = QLineEdit()
         self.reason.setPlaceholderText(PLACEHOLDERS[action])
@@ -114,8 +114,8 @@ class TrustActionDialog(QDialog):
         self.reason.textChanged.connect(self._refresh)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
-        service.sig_trust_updated.connect(self._on_trust_updated)
-        service.sig_trust_failed.connect(self._on_trust_failed)
+        service.trust.sig_updated.connect(self._on_trust_updated)
+        service.trust.sig_failed.connect(self._on_trust_failed)
         self.finished.connect(self._disconnect)
         self._refresh()
         self.reason.setFocus()
@@ -132,7 +132,7 @@ class TrustActionDialog(QDialog):
             return
         self.saving, self._error = True, ""
         self._refresh()
-        request = self._service.quarantine if self.action is TrustAction.QUARANTINE else self._service.release
+        request = self._service.trust.quarantine if self.action is TrustAction.QUARANTINE else self._service.trust.release
         request(self.agent_id, self.reason_text())     # a refusal comes back as sig_trust_failed, even at once
 
     def _on_trust_updated(self, update) -> None:
@@ -164,8 +164,8 @@ class TrustActionDialog(QDialog):
             self.hint.setStyleSheet(f"color: {style.GREY.name()}")
 
     def _disconnect(self, *_args) -> None:
-        for signal, slot in ((self._service.sig_trust_updated, self._on_trust_updated),
-                             (self._service.sig_trust_failed, self._on_trust_failed)):
+        for signal, slot in ((self._service.trust.sig_updated, self._on_trust_updated),
+                             (self._service.trust.sig_failed, self._on_trust_failed)):
             try:
                 signal.disconnect(slot)
             except (RuntimeError, TypeError):      # already disconnected

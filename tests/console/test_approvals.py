@@ -126,20 +126,20 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     qtbot.addWidget(window)
     errors, failures = [], []
     service.sig_error.connect(errors.append)
-    service.sig_review_failed.connect(lambda item_id, message: failures.append((item_id, message)))
+    service.reviews.sig_failed.connect(lambda item_id, message: failures.append((item_id, message)))
     panel, tabs = window.approvals_panel, window.top_tabs
     assert tabs.tabText(FLEET_TAB) == "Fleet" and tabs.tabText(APPROVALS_TAB) == "Approvals"
 
     run = qasync_loop.create_task(serve(window, service))
     qtbot.waitExposed(window)
-    with qtbot.waitSignal(service.sig_reviews_loaded, timeout=START_TIMEOUT_MS):
+    with qtbot.waitSignal(service.reviews.sig_loaded, timeout=START_TIMEOUT_MS):
         pass
     assert panel.model.rowCount() == 1 and tabs.tabText(APPROVALS_TAB) == "Approvals (1 pending)"
     assert tabs.tabBar().tabTextColor(APPROVALS_TAB).name() == "#c62828"
 
     window.ask_panel.question.setText("What are the moons of Mars?")
     window.ask_panel.tier.setCurrentText("high")
-    with qtbot.waitSignal(service.sig_answer, timeout=ANSWER_TIMEOUT_MS) as got:
+    with qtbot.waitSignal(service.questions.sig_answer, timeout=ANSWER_TIMEOUT_MS) as got:
         window.ask_panel.submit()
     answer = got.args[0]
     assert answer.tier is RiskTier.HIGH and "Phobos" in answer.answer
@@ -162,7 +162,7 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     form.reason.setCurrentText("other")
     assert not form.confirm.isEnabled()                      # "other" needs a note
     form.reason.setCurrentText("factually wrong")
-    with qtbot.waitSignal(service.sig_review_changed, timeout=ANSWER_TIMEOUT_MS) as changed:
+    with qtbot.waitSignal(service.reviews.sig_changed, timeout=ANSWER_TIMEOUT_MS) as changed:
         qtbot.mouseClick(form.confirm, Qt.MouseButton.LeftButton)
     decided = changed.args[0]
     assert (decided.id, decided.status, decided.decided_by, decided.reason) == (
@@ -175,8 +175,8 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     assert tabs.tabText(APPROVALS_TAB) == "Approvals (1 pending)"
 
     # A second decision on the same item is refused by the engine; the panel says so and the row stays rejected.
-    with qtbot.waitSignal(service.sig_review_failed, timeout=ANSWER_TIMEOUT_MS):
-        service.decide(2, True, "matches operator knowledge")
+    with qtbot.waitSignal(service.reviews.sig_failed, timeout=ANSWER_TIMEOUT_MS):
+        service.reviews.decide(2, True, "matches operator knowledge")
     assert failures == [(2, "review item #2 was already rejected by tester (factually wrong); a decision is final")]
     assert "already rejected" in panel.message.text()
     qtbot.waitUntil(lambda: not any(t.get_name() == "review.decide" for t in asyncio.all_tasks(qasync_loop)),

@@ -255,10 +255,10 @@ def test_the_service_turns_cascade_events_into_signals(qtbot, engine):
     service = EngineService(engine)
     scored = CascadeScored(SCORES[1], "t-1", time.time())
     resolved = CascadeResolved(rollback_outcome(), "t-1", QUESTION, time.time())
-    with qtbot.waitSignal(service.sig_cascade_scored) as got:
+    with qtbot.waitSignal(service.cascade.sig_scored) as got:
         engine._emit(scored)
     assert got.args == [scored]
-    with qtbot.waitSignal(service.sig_cascade_resolved) as got:
+    with qtbot.waitSignal(service.cascade.sig_resolved) as got:
         engine._emit(resolved)
     assert got.args == [resolved]
 
@@ -272,16 +272,16 @@ def test_the_main_window_has_a_live_cascade_tab(qtbot, engine):
     panel = window.cascade_panel
     assert window.top_tabs.widget(CASCADE_TAB) is panel and window.top_tabs.tabText(CASCADE_TAB) == "Cascade"
 
-    service.sig_question_started.emit("t-1", QUESTION)
+    service.questions.sig_started.emit("t-1", QUESTION)
     for stage_score in SCORES:
-        service.sig_cascade_scored.emit(CascadeScored(stage_score, "t-1", time.time()))
-    service.sig_cascade_resolved.emit(CascadeResolved(rollback_outcome(resolved=False), "t-1", QUESTION, time.time()))
+        service.cascade.sig_scored.emit(CascadeScored(stage_score, "t-1", time.time()))
+    service.cascade.sig_resolved.emit(CascadeResolved(rollback_outcome(resolved=False), "t-1", QUESTION, time.time()))
     assert panel.bar_heights()["CRT p"] == [s.p for s in SCORES]
     assert window.top_tabs.tabText(CASCADE_TAB) == "Cascade (1 halted)"
     assert window.top_tabs.tabBar().tabTextColor(CASCADE_TAB) == style.RED
 
     answer = with_cascade("t-2")
-    service.sig_answer.emit(answer)                                 # the ask panel shows it; the strip has it
+    service.questions.sig_answer.emit(answer)                                 # the ask panel shows it; the strip has it
     assert panel.record("t-2") is not None
     window.show_trust()
     header = window.ask_panel.answer_view.header

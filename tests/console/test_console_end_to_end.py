@@ -44,7 +44,7 @@ def test_operator_asks_through_the_window_and_closing_stops_the_fleet(qtbot, qas
     assert window.fleet_panel.title.text() == "Fleet — all 6 agents up"
 
     qtbot.keyClicks(panel.question, "What are the moons of Mars?")
-    with qtbot.waitSignal(service.sig_answer, timeout=ANSWER_TIMEOUT_MS):
+    with qtbot.waitSignal(service.questions.sig_answer, timeout=ANSWER_TIMEOUT_MS):
         qtbot.keyClick(panel.question, Qt.Key.Key_Return)      # Enter submits
         assert not panel.ask_button.isEnabled()                # one question at a time
         assert panel.busy_bar.isVisible()

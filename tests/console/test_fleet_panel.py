@@ -87,7 +87,7 @@ def test_agent_changed_signal_updates_only_that_row(qtbot, engine):
     changed = dataclasses.replace(model.record(row), state=AgentState.UP, url="http://127.0.0.1:9",
                                   last_latency_ms=40.0, calls=1, ok_calls=1)
     with qtbot.waitSignal(model.dataChanged, timeout=1000) as blocker:
-        service.sig_agent_changed.emit(changed)
+        service.fleet.sig_agent_changed.emit(changed)
     top_left, bottom_right = blocker.args[:2]
     assert (top_left.row(), bottom_right.row()) == (row, row)
     assert (top_left.column(), bottom_right.column()) == (0, model.columnCount() - 1)
@@ -100,7 +100,7 @@ def test_agent_changed_signal_updates_only_that_row(qtbot, engine):
 
     crashed = dataclasses.replace(model.record(model.row_of("gen-liar")), state=AgentState.DOWN, detail="exited")
     with qtbot.waitSignal(panel.sig_summary_changed, timeout=1000) as summary:
-        service.sig_agent_changed.emit(crashed)
+        service.fleet.sig_agent_changed.emit(crashed)
     assert summary.args == ["1 of 6 agents up · 1 down"]
     assert panel.title.text() == "Fleet — 1 of 6 agents up · 1 down"
 
@@ -122,7 +122,7 @@ def test_a_suspect_named_by_the_latest_answer_is_marked_until_an_answer_no_longe
     assert model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.DecorationRole) is None
 
     with qtbot.waitSignal(model.dataChanged, timeout=1000) as changed:
-        service.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON),)))
+        service.questions.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON),)))
     top_left, bottom_right = changed.args[:2]
     assert (top_left.row(), bottom_right.row()) == (rogue, rogue)          # that row only
     assert text(model, rogue, "Detail") == f"⚠ suspected: {SUSPECT_REASON}"
@@ -135,15 +135,15 @@ def test_a_suspect_named_by_the_latest_answer_is_marked_until_an_answer_no_longe
     # The same suspects again: nothing to redraw. Another suspect as well: only its row.
     changed_rows = []
     model.dataChanged.connect(lambda top, bottom, *_: changed_rows.append((top.row(), bottom.row())))
-    service.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON),)))
+    service.questions.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON),)))
     assert changed_rows == []
-    service.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON), Suspect("ret-bm25", "echo"))))
+    service.questions.sig_answer.emit(make_answer(suspects=(Suspect("ret-rogue", SUSPECT_REASON), Suspect("ret-bm25", "echo"))))
     assert changed_rows == [(bm25, bm25)]
     assert text(model, bm25, "Detail") == "⚠ suspected: echo"
 
     # A later answer that names nobody clears both marks, row by row.
     changed_rows.clear()
-    service.sig_answer.emit(make_answer(suspects=()))
+    service.questions.sig_answer.emit(make_answer(suspects=()))
     assert sorted(changed_rows) == sorted([(rogue, rogue), (bm25, bm25)])
     assert text(model, rogue, "Detail") == url_before
     assert model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.DecorationRole) is None

@@ -97,7 +97,7 @@ def test_live_flags_show_newest_first_with_coloured_actions_and_the_blocked_coun
     flags = (flag(Action.BLOCK, 1), flag(Action.ESCALATE, 2, source="operator", kind="question", parent="",
                                          trust=TrustLevel.USER),
              flag(Action.SANITISE, 3, kind="memory_write"), flag(Action.BLOCK, 4, source="gen-b", kind="generation"))
-    service.sig_gateway_flagged.emit(GatewayFlagged(flags, QUESTION_ID, time.time()))
+    service.gateway.sig_flagged.emit(GatewayFlagged(flags, QUESTION_ID, time.time()))
 
     rows = panel.visible_rows()
     assert [r.trace_id for r in rows] == [f"{n:032x}" for n in (4, 3, 2, 1)]           # newest first
@@ -118,7 +118,7 @@ def test_live_flags_show_newest_first_with_coloured_actions_and_the_blocked_coun
     details = panel.details.toPlainText()
     assert details.startswith("BLOCKED · generation voyager#4 · score 0.54 · carried by gen-b → engine")
     assert all(line in details for line in EVIDENCE) and f"question {QUESTION_ID}" in details
-    service.sig_gateway_flagged.emit(GatewayFlagged((flag(Action.BLOCK, 5),), QUESTION_ID, time.time()))
+    service.gateway.sig_flagged.emit(GatewayFlagged((flag(Action.BLOCK, 5),), QUESTION_ID, time.time()))
     assert panel.current_row().trace_id == f"{4:032x}" and panel.visible_rows()[0].trace_id == f"{5:032x}"
     assert window.top_tabs.tabText(GATEWAY_TAB) == "Gateway (3 blocked)"
 
@@ -129,7 +129,7 @@ def test_an_agents_markup_and_hidden_characters_stay_literal_in_table_details_an
     qtbot.addWidget(panel)
     hostile = flag(Action.BLOCK, 1, source=f"ret-{HOSTILE}", excerpt=f"Voyager {HOSTILE}\u202eevil\u200b",
                    evidence=(f"patterns: quoted {HOSTILE}",))
-    service.sig_gateway_flagged.emit(GatewayFlagged((hostile,), QUESTION_ID, time.time()))
+    service.gateway.sig_flagged.emit(GatewayFlagged((hostile,), QUESTION_ID, time.time()))
 
     assert cell(panel, 0, EXCERPT_COLUMN) == f"Voyager {HOSTILE} evil"        # hidden characters never reach a cell
     assert cell(panel, 0, EVIDENCE_COLUMN) == f"patterns: quoted {HOSTILE}"
@@ -148,10 +148,10 @@ def test_stored_rows_merge_with_live_ones_and_the_filter_keeps_one_action_or_som
     panel = GatewayPanel(service)
     qtbot.addWidget(panel)
     live = flag(Action.BLOCK, 3)
-    service.sig_gateway_flagged.emit(GatewayFlagged((live,), QUESTION_ID, time.time()))
+    service.gateway.sig_flagged.emit(GatewayFlagged((live,), QUESTION_ID, time.time()))
     stored = (decision(12, live), decision(11, flag(Action.ESCALATE, 2, source="operator", kind="question")),
               decision(10, flag(Action.SANITISE, 1, source="ret-e5")))
-    service.sig_gateway_loaded.emit(stored)
+    service.gateway.sig_loaded.emit(stored)
     rows = panel.visible_rows()
     assert [(r.action, r.stored_id) for r in rows] == [("block", 12), ("escalate", 11), ("sanitise", 10)]
     assert rows[0].item == "voyager#3"           # the live flag's item stays (the store does not keep it)
@@ -175,12 +175,12 @@ def test_stored_rows_merge_with_live_ones_and_the_filter_keeps_one_action_or_som
 def test_open_trace_asks_the_service_for_the_selected_messages_question(qtbot, gateway_engine):
     service = EngineService(gateway_engine)
     calls = []
-    service.open_trace = calls.append
+    service.traces.open = calls.append
     panel = GatewayPanel(service)
     qtbot.addWidget(panel)
     passage = flag(Action.BLOCK, 2)
     question = flag(Action.ESCALATE, 1, source="operator", kind="question", parent="")   # the question itself
-    service.sig_gateway_flagged.emit(GatewayFlagged((question, passage), QUESTION_ID, time.time()))
+    service.gateway.sig_flagged.emit(GatewayFlagged((question, passage), QUESTION_ID, time.time()))
     assert panel.current_row().trace_id == passage.trace_id
     qtbot.mouseClick(panel.trace_button, Qt.MouseButton.LeftButton)
     assert calls == [QUESTION_ID]                    # the parent (question), not the passage's own id
@@ -193,9 +193,9 @@ def test_the_service_refuses_traces_before_the_engine_is_ready_and_empty_ids(qtb
     service = EngineService(gateway_engine)
     errors, failed = [], []
     service.sig_error.connect(errors.append)
-    service.sig_trace_failed.connect(lambda trace_id, why: failed.append((trace_id, why)))
-    assert service.open_trace(QUESTION_ID) is None and service.load_gateway() is None
-    assert service.open_trace("   ") is None
+    service.traces.sig_failed.connect(lambda trace_id, why: failed.append((trace_id, why)))
+    assert service.traces.open(QUESTION_ID) is None and service.gateway.load() is None
+    assert service.traces.open("   ") is None
     assert failed == [(QUESTION_ID, "traces cannot be read while the engine is idle"),
                       ("", "no trace id given: paste the 32-hex trace id an answer, an alert or the Gateway tab shows")]
     assert errors == [why for _, why in failed]
@@ -208,14 +208,14 @@ def test_a_planted_instruction_is_blocked_listed_stored_and_traced_end_to_end(qt
     panel = window.gateway_panel
     errors, flagged = [], []
     service.sig_error.connect(errors.append)
-    service.sig_gateway_flagged.connect(flagged.append)
+    service.gateway.sig_flagged.connect(flagged.append)
     try:
-        with qtbot.waitSignal(service.sig_gateway_loaded, timeout=START_TIMEOUT_MS) as loaded:   # when ready
+        with qtbot.waitSignal(service.gateway.sig_loaded, timeout=START_TIMEOUT_MS) as loaded:   # when ready
             service.start()
         assert loaded.args == [()] and panel.model.rowCount() == 0
 
-        with qtbot.waitSignal(service.sig_answer, timeout=ANSWER_TIMEOUT_MS) as got:
-            service.ask("When did Voyager 1 launch?", "medium")
+        with qtbot.waitSignal(service.questions.sig_answer, timeout=ANSWER_TIMEOUT_MS) as got:
+            service.questions.ask("When did Voyager 1 launch?", "medium")
         answer = got.args[0]
         assert [event.trace_id for event in flagged] == [answer.trace_id]
         rows = panel.visible_rows()
@@ -224,12 +224,12 @@ def test_a_planted_instruction_is_blocked_listed_stored_and_traced_end_to_end(qt
         assert window.top_tabs.tabText(GATEWAY_TAB) == f"Gateway ({len(rows)} blocked)"
         assert "ignore" in panel.details.toPlainText().lower()
 
-        with qtbot.waitSignal(service.sig_gateway_loaded, timeout=ANSWER_TIMEOUT_MS):     # the store has them too
-            service.load_gateway()
+        with qtbot.waitSignal(service.gateway.sig_loaded, timeout=ANSWER_TIMEOUT_MS):     # the store has them too
+            service.gateway.load()
         assert [(r.trace_id, r.action) for r in panel.visible_rows()] == [(r.trace_id, r.action) for r in rows]
         assert all(r.stored_id is not None for r in panel.visible_rows())
 
-        with qtbot.waitSignal(service.sig_trace_loaded, timeout=ANSWER_TIMEOUT_MS) as traced:
+        with qtbot.waitSignal(service.traces.sig_loaded, timeout=ANSWER_TIMEOUT_MS) as traced:
             qtbot.mouseClick(panel.trace_button, Qt.MouseButton.LeftButton)
         assert traced.args[0] == answer.trace_id
         view = window.trace_view
@@ -241,8 +241,8 @@ def test_a_planted_instruction_is_blocked_listed_stored_and_traced_end_to_end(qt
         assert current.trace_id == panel.current_row().trace_id
         view.close()
 
-        with qtbot.waitSignal(service.sig_trace_failed, timeout=ANSWER_TIMEOUT_MS) as failed:
-            service.open_trace("no-such-trace")
+        with qtbot.waitSignal(service.traces.sig_failed, timeout=ANSWER_TIMEOUT_MS) as failed:
+            service.traces.open("no-such-trace")
         assert failed.args[0] == "no-such-trace" and failed.args[1].startswith("no trace 'no-such-trace' in the store")
         assert errors == [failed.args[1]]
     finally:

@@ -63,7 +63,7 @@ def running(qtbot, qasync_loop, tmp_path, db_path, cache_dir):
     service = EngineService(engine)
     window = MainWindow(service)     # not qtbot.addWidget: pytest-qt would close it before the shutdown below
     # Ready, and the panels' first reads (empty) are in: none can land in the middle of a test.
-    with qtbot.waitSignals([service.sig_ready, service.sig_memory_loaded, service.sig_tool_calls_loaded],
+    with qtbot.waitSignals([service.sig_ready, service.memory.sig_loaded, service.tools.sig_loaded],
                            timeout=START_TIMEOUT_MS):
         service.start()
     yield engine, service, window
@@ -89,8 +89,8 @@ def write(qtbot, engine, agent: str, key: str, content: str, trace_id: str):
 
 
 def reload(qtbot, service) -> None:
-    with qtbot.waitSignal(service.sig_memory_loaded, timeout=TIMEOUT_MS):
-        service.load_memory()
+    with qtbot.waitSignal(service.memory.sig_loaded, timeout=TIMEOUT_MS):
+        service.memory.load()
 
 
 def cell(panel: MemoryPanel, row: int, column: int, role=DISPLAY):
@@ -166,7 +166,7 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     assert not panel.quarantine_button.isEnabled()          # one dialog at a time
     dialog.reason.setText("   ")
     assert not dialog.ok_button.isEnabled()
-    confirm(qtbot, panel, "contradicts the corpus", service.sig_memory_loaded)
+    confirm(qtbot, panel, "contradicts the corpus", service.memory.sig_loaded)
     assert shown(panel) == [("mars", "v2", "quarantined"), ("mars", "v1", "active")]
     assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.RED
     assert panel.current_entry().id == bad.id                     # the selection stays on the entry
@@ -178,10 +178,10 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     # Release it again, then take a snapshot of gen-a and roll back what is written after it.
     assert panel.release_button.isEnabled() and not panel.quarantine_button.isEnabled()
     qtbot.mouseClick(panel.release_button, Qt.MouseButton.LeftButton)
-    confirm(qtbot, panel, "checked with the owner", service.sig_memory_loaded)
+    confirm(qtbot, panel, "checked with the owner", service.memory.sig_loaded)
     assert shown(panel) == [("mars", "v2", "active"), ("mars", "v1", "superseded")]
     assert window.top_tabs.tabText(MEMORY_TAB) == "Memory"
-    with qtbot.waitSignal(service.sig_memory_loaded, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(service.memory.sig_loaded, timeout=TIMEOUT_MS):
         panel.snapshot_action.trigger()
     assert panel.snapshots.rowCount() == 1 and panel.snapshots.record(0).last_entry_id == bad.id
     later = write(qtbot, engine, "gen-a", "mars", "Mars has no moons at all.", "t3")
@@ -192,7 +192,7 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     dialog = panel.dialog
     assert isinstance(dialog, RollbackDialog) and dialog.to_snapshot.isChecked()
     assert dialog.preview.text() == f"Rolls back 1 entry: #{later.id} mars v3."
-    confirm(qtbot, panel, "poisoned in trace t3", service.sig_memory_loaded)
+    confirm(qtbot, panel, "poisoned in trace t3", service.memory.sig_loaded)
     assert shown(panel) == [("mars", "v3", "rolled back"), ("mars", "v2", "active"), ("mars", "v1", "superseded")]
     assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.AMBER
     assert panel.message.text().startswith("Rolled gen-a back to snapshot #1: rolled back #")
@@ -207,19 +207,19 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     assert not dialog.ok_button.isEnabled() and "wrote nothing" in dialog.hint.text()
     dialog.trace.setEditText("t2")
     assert dialog.preview.text() == f"Rolls back 1 entry: #{bad.id} mars v2."
-    confirm(qtbot, panel, "undo trace t2", service.sig_memory_loaded)
+    confirm(qtbot, panel, "undo trace t2", service.memory.sig_loaded)
     assert shown(panel) == [("mars", "v3", "rolled back"), ("mars", "v2", "rolled back"), ("mars", "v1", "active")]
     assert panel.select_namespace("gen-b") and shown(panel) == [("units", "v1", "active")]
     assert errors == []
 
     # Refusals reach the operator (sig_error, the panel's message) and change nothing.
     other = run(qtbot, engine.memory.snapshot("gen-b", "x", "test"))
-    with qtbot.waitSignal(service.sig_memory_failed, timeout=TIMEOUT_MS):
-        service.rollback_memory("gen-a", snapshot_id=other.id, reason="wrong namespace")
-    with qtbot.waitSignal(service.sig_memory_failed, timeout=TIMEOUT_MS):
-        service.quarantine_memory(later.id, "already out")
-    with qtbot.waitSignal(service.sig_memory_failed, timeout=TIMEOUT_MS):
-        service.quarantine_memory(good.id, "  ")
+    with qtbot.waitSignal(service.memory.sig_failed, timeout=TIMEOUT_MS):
+        service.memory.rollback("gen-a", snapshot_id=other.id, reason="wrong namespace")
+    with qtbot.waitSignal(service.memory.sig_failed, timeout=TIMEOUT_MS):
+        service.memory.quarantine(later.id, "already out")
+    with qtbot.waitSignal(service.memory.sig_failed, timeout=TIMEOUT_MS):
+        service.memory.quarantine(good.id, "  ")
     assert errors == [f"rollback refused: memory snapshot #{other.id} is not a snapshot of 'gen-a'",
                       f"quarantine refused: memory entry #{later.id} was rolled back; it is out of memory for good",
                       "quarantine refused: memory: an empty reason; say why you quarantine a memory entry, it goes "
@@ -239,7 +239,7 @@ def test_who_read_it_lists_readers_and_traces_and_opens_a_trace(qtbot, running):
     reload(qtbot, service)
     assert panel.select_entry(entry.id)
 
-    with qtbot.waitSignal(service.sig_memory_spread, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(service.memory.sig_spread, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.spread_button, Qt.MouseButton.LeftButton)
     text = panel.spread_text()
     assert text.startswith(f"Who read #{entry.id} (mars v1)? 2 read(s) by gen-a in 2 trace(s); they wrote 1 entry "
@@ -250,11 +250,11 @@ def test_who_read_it_lists_readers_and_traces_and_opens_a_trace(qtbot, running):
 
     # A read's trace, then the trace that wrote the entry: both in the window's one trace view.
     panel.spread_table.setCurrentIndex(panel.spread_model.index(2, 0))
-    with qtbot.waitSignal(service.sig_trace_loaded, timeout=TIMEOUT_MS) as traced:
+    with qtbot.waitSignal(service.traces.sig_loaded, timeout=TIMEOUT_MS) as traced:
         qtbot.mouseClick(panel.spread_trace_button, Qt.MouseButton.LeftButton)
     assert traced.args[0] == "t-read-2" and window.trace_view.trace_id == "t-read-2"
     window.trace_view.close()        # (raising an open window warns on the offscreen platform)
-    with qtbot.waitSignal(service.sig_trace_loaded, timeout=TIMEOUT_MS) as traced:
+    with qtbot.waitSignal(service.traces.sig_loaded, timeout=TIMEOUT_MS) as traced:
         qtbot.mouseClick(panel.trace_button, Qt.MouseButton.LeftButton)
     assert traced.args[0] == "t-write" and window.trace_view.trace_id == "t-write"
     assert any(line.summary.startswith("memory.written") for line in window.trace_view.lines)
@@ -278,7 +278,7 @@ def test_an_agents_markup_in_memory_shows_literally_in_cells_details_tooltips_an
     assert f"Note: {HOSTILE} appeared in a passage." in panel.details.toPlainText()
     assert f"gen-a/note {HOSTILE} v1" in panel.details.toPlainText()
 
-    with qtbot.waitSignal(service.sig_memory_spread, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(service.memory.sig_spread, timeout=TIMEOUT_MS):
         panel.ask_spread()
     assert panel.spread_title.textFormat() == Qt.TextFormat.PlainText
     assert panel.spread_title.text().startswith(f"Who read #{entry.id} (note {HOSTILE} v1)? 1 read(s) by gen-a")
@@ -296,9 +296,9 @@ def test_memory_and_tool_calls_are_read_again_after_each_answer(qtbot, running):
     entry = write(qtbot, engine, "gen-a", "style", "Short answers with one citation worked best.", "t1")     # no reload asked for
     assert window.memory_panel.namespaces.rowCount() == 0
     # The agents are not launched: the answer is "no answer", but it is an answer, and it comes quickly.
-    with qtbot.waitSignals([service.sig_answer, service.sig_memory_loaded, service.sig_tool_calls_loaded],
+    with qtbot.waitSignals([service.questions.sig_answer, service.memory.sig_loaded, service.tools.sig_loaded],
                            timeout=TIMEOUT_MS):
-        service.ask("What are the moons of Mars?", "low")
+        service.questions.ask("What are the moons of Mars?", "low")
     assert [e.id for e in window.memory_panel.visible_entries()] == [entry.id]
 
 
@@ -310,10 +310,10 @@ def test_memory_and_tool_actions_are_refused_before_the_engine_is_ready(qtbot, q
     qtbot.addWidget(panel)
     errors, failed = [], []
     service.sig_error.connect(errors.append)
-    service.sig_memory_failed.connect(lambda action, why: failed.append(action))
-    assert service.load_memory() is None and service.load_tool_calls() is None
-    assert service.quarantine_memory(1, "why") is None and service.memory_spread(1) is None
-    assert service.decide_tool_call(1, True, "why") is None
+    service.memory.sig_failed.connect(lambda action, why: failed.append(action))
+    assert service.memory.load() is None and service.tools.load() is None
+    assert service.memory.quarantine(1, "why") is None and service.memory.spread(1) is None
+    assert service.tools.decide(1, True, "why") is None
     assert errors == ["memory cannot be changed while the engine is idle", "memory cannot be read while the engine is idle",
                       "tool calls cannot be decided while the engine is idle"]
     assert failed == ["quarantine", "spread"]
@@ -329,7 +329,7 @@ def test_the_memory_models_pass_qt_model_tester(qtbot, qtmodeltester, running):
     write(qtbot, engine, "gen-a", "style", "Short answers with one citation worked best.", "t1")
     write(qtbot, engine, "gen-a", "style", "Distances in miles only.", "t2")
     reload(qtbot, service)
-    with qtbot.waitSignal(service.sig_memory_spread, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(service.memory.sig_spread, timeout=TIMEOUT_MS):
         panel.ask_spread()
     for model in (panel.namespaces, panel.entries, panel.snapshots, panel.spread_model):
         qtmodeltester.check(model)

@@ -16,7 +16,7 @@ def test_requests_before_start_are_refused_with_a_message(qtbot, qasync_loop, en
     service = EngineService(engine)
     errors = []
     service.sig_error.connect(errors.append)
-    assert service.ask("What are the moons of Mars?", "medium") is None
+    assert service.questions.ask("What are the moons of Mars?", "medium") is None
     assert errors == ["questions are not accepted while the engine is idle"]
     with qtbot.waitSignal(service.sig_stopped, timeout=STOP_TIMEOUT_MS):
         task = service.shutdown()
@@ -29,9 +29,9 @@ def test_start_ask_and_shutdown_emit_signals_and_stop_every_agent(qtbot, qasync_
     service = EngineService(engine)
     progress, changed, errors, started = [], [], [], []
     service.sig_starting.connect(lambda up, total: progress.append((up, total)))
-    service.sig_agent_changed.connect(changed.append)
+    service.fleet.sig_agent_changed.connect(changed.append)
     service.sig_error.connect(errors.append)
-    service.sig_question_started.connect(lambda trace_id, question: started.append((trace_id, question)))
+    service.questions.sig_started.connect(lambda trace_id, question: started.append((trace_id, question)))
 
     with qtbot.waitSignal(service.sig_ready, timeout=START_TIMEOUT_MS) as ready:
         service.start()
@@ -44,26 +44,26 @@ def test_start_ask_and_shutdown_emit_signals_and_stop_every_agent(qtbot, qasync_
     errors.clear()
 
     # A bad tier and an empty question are refused with a readable message, and nothing crashes.
-    assert service.ask("What are the moons of Mars?", "extreme") is None
-    with qtbot.waitSignal(service.sig_question_finished, timeout=ANSWER_TIMEOUT_MS) as finished:
-        service.ask("   ", "low")
+    assert service.questions.ask("What are the moons of Mars?", "extreme") is None
+    with qtbot.waitSignal(service.questions.sig_finished, timeout=ANSWER_TIMEOUT_MS) as finished:
+        service.questions.ask("   ", "low")
     assert finished.args == [False]
     assert errors == ["unknown risk tier 'extreme' (expected auto, low, medium or high)",
                       "The question failed: the question is empty"]
 
-    with qtbot.waitSignal(service.sig_answer, timeout=ANSWER_TIMEOUT_MS) as got:
-        service.ask("What are the moons of Mars?", "medium")
+    with qtbot.waitSignal(service.questions.sig_answer, timeout=ANSWER_TIMEOUT_MS) as got:
+        service.questions.ask("What are the moons of Mars?", "medium")
     answer = got.args[0]
     assert isinstance(answer, Answer)
     assert answer.verdict is Verdict.ANSWERED and "Phobos" in answer.answer
     assert started == [(answer.trace_id, "What are the moons of Mars?")]
-    assert not service.busy
+    assert not service.questions.busy
 
     with qtbot.waitSignal(service.sig_stopped, timeout=STOP_TIMEOUT_MS):
         service.shutdown()
     assert agent_processes_alive(engine) == []
     assert len(engine.launcher._children) == 6
-    assert service.ask("What are the moons of Mars?", "medium") is None
+    assert service.questions.ask("What are the moons of Mars?", "medium") is None
     assert errors[-1] == "questions are not accepted while the engine is stopped"
 
 

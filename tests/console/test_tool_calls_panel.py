@@ -32,8 +32,8 @@ def call(qtbot, engine, agent: str, request: ToolRequest, trace_id: str = "t1"):
 
 
 def reload(qtbot, service) -> None:
-    with qtbot.waitSignal(service.sig_tool_calls_loaded, timeout=TIMEOUT_MS):
-        service.load_tool_calls()
+    with qtbot.waitSignal(service.tools.sig_loaded, timeout=TIMEOUT_MS):
+        service.tools.load()
 
 
 def cell(panel: ToolCallsPanel, row: int, column: int, role=DISPLAY):
@@ -89,8 +89,8 @@ def test_approving_with_a_reason_writes_the_outbox_and_moves_the_call_to_approve
     dialog = panel.dialog
     assert dialog.isVisible() and not dialog.ok_button.isEnabled()           # a reason is required
     assert "someone@example.org" in dialog.consequence.text() and "never sends mail" in dialog.consequence.text()
-    with qtbot.waitSignal(service.sig_tool_call_changed, timeout=TIMEOUT_MS) as changed:
-        confirm(qtbot, panel, "checked the recipient and the text", service.sig_tool_calls_loaded)
+    with qtbot.waitSignal(service.tools.sig_changed, timeout=TIMEOUT_MS) as changed:
+        confirm(qtbot, panel, "checked the recipient and the text", service.tools.sig_loaded)
     assert changed.args[0].status is ToolStatus.APPROVED
 
     assert rows(panel) == [("gen-a", "send_email", "approved")]
@@ -128,8 +128,8 @@ def test_rejecting_without_a_reason_is_refused_and_with_one_drops_the_call(qtbot
     assert panel.dialog is dialog and dialog.isVisible()
     dialog.reject()
     # The service refuses it too (the engine says why), and the call stays pending.
-    with qtbot.waitSignal(service.sig_tool_call_failed, timeout=TIMEOUT_MS) as failed:
-        service.decide_tool_call(first.call_id, False, "  ")
+    with qtbot.waitSignal(service.tools.sig_failed, timeout=TIMEOUT_MS) as failed:
+        service.tools.decide(first.call_id, False, "  ")
     message = (f"rejection refused: an empty reason: say why tool call #{first.call_id} is rejected, it goes into "
                f"the audit trail")
     assert failed.args == [first.call_id, message] and errors == [message]
@@ -138,15 +138,15 @@ def test_rejecting_without_a_reason_is_refused_and_with_one_drops_the_call(qtbot
 
     assert panel.select_call(first.call_id)
     qtbot.mouseClick(panel.reject_button, Qt.MouseButton.LeftButton)
-    confirm(qtbot, panel, "not a recipient this agent writes to", service.sig_tool_calls_loaded)
+    confirm(qtbot, panel, "not a recipient this agent writes to", service.tools.sig_loaded)
     assert rows(panel) == [("gen-a", "send_email", "pending"), ("gen-a", "send_email", "rejected")]
     assert cell(panel, 1, STATUS_COLUMN, FOREGROUND) == style.GREY
     assert panel.current_call().id == first.call_id and panel.outbox.rowCount() == 0
     assert window.top_tabs.tabText(TOOLS_TAB) == "Tools (1 pending)"
 
     # A decision is final: deciding it again is refused, and says so.
-    with qtbot.waitSignal(service.sig_tool_call_failed, timeout=TIMEOUT_MS) as failed:
-        service.decide_tool_call(first.call_id, True, "changed my mind")
+    with qtbot.waitSignal(service.tools.sig_failed, timeout=TIMEOUT_MS) as failed:
+        service.tools.decide(first.call_id, True, "changed my mind")
     assert failed.args[1] == (f"approval refused: tool call #{first.call_id} is rejected by {service.operator}, "
                               f"not pending; a decision is final")
     assert second.status is ToolStatus.PENDING

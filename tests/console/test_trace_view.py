@@ -102,7 +102,7 @@ def test_what_agents_said_stays_plain_text_in_cells_details_and_tooltips(qtbot):
 def test_open_typed_ids_copy_the_shown_one_and_double_click_a_message_for_its_own_trace(qtbot, gateway_engine):
     service = EngineService(gateway_engine)
     calls = []
-    service.open_trace = calls.append                  # the view only asks; the service reads the store
+    service.traces.open = calls.append                  # the view only asks; the service reads the store
     view = make_view(qtbot, service)
     assert not view.copy_button.isEnabled()
     view.id_edit.setText(f"  {QUESTION_ID}\n")
@@ -135,7 +135,7 @@ def test_the_answer_view_and_the_alerts_tab_open_their_trace(qtbot, gateway_engi
 
     service = EngineService(gateway_engine)
     calls = []
-    service.open_trace = calls.append
+    service.traces.open = calls.append
     alerts = AlertsPanel(service)
     qtbot.addWidget(alerts)
     alerts.show_alerts([AlertRow(1, "score_drop", "gen-a", "gen-a lost 0.30", QUESTION_ID, T0),
@@ -150,16 +150,16 @@ def test_the_answer_view_and_the_alerts_tab_open_their_trace(qtbot, gateway_engi
 def test_the_main_window_shows_loaded_traces_in_its_one_trace_view(qtbot, gateway_engine):
     service = EngineService(gateway_engine)
     calls = []
-    service.open_trace = calls.append
+    service.traces.open = calls.append
     window = MainWindow(service)
     qtbot.addWidget(window)
     assert not window.trace_view.isVisible() and window.trace_view.parent() is window
     window.ask_panel.answer_view.show_answer(make_answer(trace_id=QUESTION_ID))
     qtbot.mouseClick(window.ask_panel.answer_view.header.trace_button, Qt.MouseButton.LeftButton)
     assert calls == [QUESTION_ID]
-    service.sig_trace_loaded.emit(QUESTION_ID, lines())
+    service.traces.sig_loaded.emit(QUESTION_ID, lines())
     assert window.trace_view.isVisible() and window.trace_view.trace_id == QUESTION_ID
     assert len(window.trace_view.items()) == 5
-    service.sig_trace_failed.emit("nope", "no trace 'nope' in the store")
+    service.traces.sig_failed.emit("nope", "no trace 'nope' in the store")
     assert window.trace_view.status.text() == "no trace 'nope' in the store"
     window.trace_view.close()

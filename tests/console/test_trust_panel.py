@@ -68,7 +68,7 @@ def start_window(qtbot, qasync_loop, engine):
     qtbot.addWidget(window)
     errors = []
     service.sig_error.connect(errors.append)
-    with qtbot.waitSignal(service.sig_trust_loaded, timeout=START_TIMEOUT_MS):   # read once the engine is ready
+    with qtbot.waitSignal(service.trust.sig_loaded, timeout=START_TIMEOUT_MS):   # read once the engine is ready
         run = qasync_loop.create_task(serve(window, service))
     qtbot.waitExposed(window)
     return service, window, run, errors
@@ -90,7 +90,7 @@ def test_trust_panel_plots_a_trust_update_with_the_floor_quarantine_mark_hover_a
     panel.resize(1100, 420)
     panel.show()
     qtbot.waitExposed(panel)
-    assert panel.floor == service.quarantine_floor == 0.2
+    assert panel.floor == service.trust.quarantine_floor == 0.2
     assert panel.floor_line.value() == 0.2 and panel.floor_line.angle == 0
     assert panel.floor_line.label.toPlainText() == "quarantine floor 0.20"
     assert panel.floor_line.pen.style() == Qt.PenStyle.DashLine
@@ -98,7 +98,7 @@ def test_trust_panel_plots_a_trust_update_with_the_floor_quarantine_mark_hover_a
 
     t0 = time.time() - 600
     points = history(t0)
-    service.sig_trust_updated.emit(TrustUpdate(points=tuple(points)))
+    service.trust.sig_updated.emit(TrustUpdate(points=tuple(points)))
     assert panel.agents_plotted() == ["gen-a", "gen-liar"]
     xs, ys = panel.curve("gen-liar").getData()
     assert list(ys) == [0.75, 0.62, 0.41, 0.18]
@@ -205,7 +205,7 @@ def test_reason_dialog_needs_a_reason_says_what_happens_and_shows_a_refusal(qtbo
     dialog.reason.clear()
     qtbot.keyClicks(dialog.reason, "made up a <b>survey</b>")
     assert dialog.ok_button.isEnabled() and dialog.reason_text() == "made up a <b>survey</b>"
-    with qtbot.waitSignal(service.sig_trust_failed) as failed:
+    with qtbot.waitSignal(service.trust.sig_failed) as failed:
         qtbot.mouseClick(dialog.ok_button, Qt.MouseButton.LeftButton)
     assert failed.args[0] == "gen-liar"
     assert dialog.isVisible() and not dialog.saving and dialog.ok_button.isEnabled()    # try again later
@@ -245,7 +245,7 @@ def test_quarantine_and_release_from_the_fleet_table_through_the_reason_dialog(q
     assert dialog.windowModality() == Qt.WindowModality.WindowModal
     assert not dialog.ok_button.isEnabled()                               # an empty reason keeps OK disabled
     qtbot.keyClicks(dialog.reason, "answers drift since the last deploy")
-    with qtbot.waitSignal(service.sig_trust_updated, timeout=ANSWER_TIMEOUT_MS) as updated:
+    with qtbot.waitSignal(service.trust.sig_updated, timeout=ANSWER_TIMEOUT_MS) as updated:
         qtbot.mouseClick(dialog.ok_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=5_000)
     assert dialog.result() == QDialog.DialogCode.Accepted
@@ -276,8 +276,8 @@ def test_quarantine_and_release_from_the_fleet_table_through_the_reason_dialog(q
     assert window.top_tabs.tabText(TRUST_TAB) == "Trust"
 
     # A release of an agent that is not quarantined is refused by the engine and said in the panel.
-    with qtbot.waitSignal(service.sig_trust_failed, timeout=ANSWER_TIMEOUT_MS):
-        service.release("gen-a", "by mistake")
+    with qtbot.waitSignal(service.trust.sig_failed, timeout=ANSWER_TIMEOUT_MS):
+        service.trust.release("gen-a", "by mistake")
     assert fleet.message.text().startswith("gen-a: gen-a is not quarantined")
     close_window(qtbot, window, service, engine, run)
     assert errors == []
@@ -329,9 +329,9 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     assert set(trust.agents_plotted()) == {v.spec.id for v in engine.agents()}     # registered, from the store
 
     window.ask_panel.question.setText("What are the moons of Mars?")
-    with qtbot.waitSignal(service.sig_answer, timeout=ANSWER_TIMEOUT_MS):
+    with qtbot.waitSignal(service.questions.sig_answer, timeout=ANSWER_TIMEOUT_MS):
         window.ask_panel.submit()
-    qtbot.waitUntil(lambda: not service.busy, timeout=ANSWER_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not service.questions.busy, timeout=ANSWER_TIMEOUT_MS)
     # The fleet table, the plot, the alerts and the status bar all say it, without a refresh.
     assert fleet_cell(window.fleet_panel.model, "gen-liar", "Standing") == "quarantined"
     assert trust.state("gen-liar") == "quarantined"
@@ -354,7 +354,7 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     assert alerts.current_alert().id == liar.id and "gen-liar quarantined" in alerts.detail.text()
     assert window.fleet_panel.current_view().spec.id == "gen-liar"        # the operator's click does
     assert trust.selected == "gen-liar"
-    with qtbot.waitSignal(service.sig_alert_acknowledged, timeout=ANSWER_TIMEOUT_MS) as acked:
+    with qtbot.waitSignal(service.alerts.sig_acknowledged, timeout=ANSWER_TIMEOUT_MS) as acked:
         qtbot.mouseClick(alerts.acknowledge_button, Qt.MouseButton.LeftButton)
     row = acked.args[0]
     assert (row.id, row.acknowledged_by, row.open) == (liar.id, "tester", False)

@@ -1,0 +1,63 @@
+"""Reviews adapter: the approval queue and the operator's decisions on it."""
+from __future__ import annotations
+
+import asyncio
+
+from PySide6.QtCore import Signal
+
+from engine.events import ReviewEnqueued
+
+from .core import Adapter, Attempt
+
+DECIDED_SHOWN = 100     # the latest decided items a load reads (every pending one comes first)
+
+
+class ReviewsAdapter(Adapter):
+    sig_changed = Signal(object)               # ReviewItem: enqueued by the engine, or decided
+    sig_loaded = Signal(object)                # list[ReviewItem]: the queue as the store has it
+    sig_failed = Signal(int, str)              # item id, why the decision was not saved
+
+    def load(self) -> asyncio.Task | None:
+        """Reads the approval queue (every pending item, then the latest decisions): sig_loaded."""
+        if not self.core.require_ready("the approval queue cannot be read"):
+            return None
+        return self.core.spawn(self._load(), "review.load")
+
+    def decide(self, item_id: int, approve: bool, reason: str, note: str = "") -> asyncio.Task | None:
+        """Approves or rejects a review item as the operator: sig_changed with the decided item, or
+        sig_failed(item_id, message) if the engine refused it (unlisted reason, "other" without a note,
+        decided meanwhile)."""
+        item_id = int(item_id)
+        if not self.core.require_ready("decisions are not accepted", lambda m: self.sig_failed.emit(item_id, m)):
+            return None
+        return self.core.spawn(self._decide(item_id, bool(approve), reason, note), "review.decide")
+
+    async def _load(self) -> None:
+        review = self.engine.review
+
+        async def read():
+            pending = await review.pending()
+            decided = [i for i in await review.items(limit=DECIDED_SHOWN) if not i.pending]
+            return pending + decided
+        outcome, items = await self.core.attempt(read, context="the approval queue could not be read")
+        if outcome is Attempt.DONE:
+            self.sig_loaded.emit(items)
+
+    async def _decide(self, item_id: int, approve: bool, reason: str, note: str) -> None:
+        outcome, item = await self.core.attempt(
+            lambda: self.engine.decide(item_id, approve, self.core.operator, reason, note),
+            context=f"the decision on review item #{item_id} was not saved",
+            refused=lambda m: self.sig_failed.emit(item_id, m), announce_refusal=False)
+        if outcome is Attempt.DONE:
+            self.sig_changed.emit(item)
+        elif outcome is Attempt.REFUSED:      # show the item as the store has it (decided elsewhere?)
+            await self._refresh(item_id)
+
+    async def _refresh(self, item_id: int) -> None:
+        outcome, item = await self.core.attempt(lambda: self.engine.review.get(item_id),
+                                                context=f"review item #{item_id} could not be read")
+        if outcome is Attempt.DONE and item is not None:
+            self.sig_changed.emit(item)
+
+    def on_enqueued(self, event: ReviewEnqueued) -> None:
+        self.sig_changed.emit(event.item)
