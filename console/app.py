@@ -22,7 +22,8 @@ from engine import Engine, EngineSettings, FleetConfig
 
 from .main_window import MainWindow
 from .service import EngineService, Phase
-from .style import apply_app_style
+from .settings import console_settings
+from .style import ThemeChoice, apply_app_style, follow_system
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +40,13 @@ def run_console(fleet: FleetConfig, settings: EngineSettings, db_path: Path | No
         logging.getLogger("httpx").setLevel(logging.WARNING)     # one INFO line per agent call is noise here
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Quorum")
-    apply_app_style(app)
+    apply_app_style(app, theme_choice(console_settings()))
     # The window closes only after shutdown; the loop ends when serve() returns, not before.
     app.setQuitOnLastWindowClosed(False)
     engine = Engine(fleet, settings, db_path=db_path, cache_dir=cache_dir)   # no I/O yet
     service = EngineService(engine)
     window = MainWindow(service)
+    follow_system(app, window.theme_choice)
     with asyncio.Runner(loop_factory=lambda: make_loop(app)) as runner:
         try:
             return runner.run(serve(window, service, script))
@@ -56,6 +58,14 @@ def run_console(fleet: FleetConfig, settings: EngineSettings, db_path: Path | No
             log.warning("the Qt event loop ended early (%s); stopping the engine", exc)
             runner.run(_shutdown(service))
             return EXIT_OK
+
+
+def theme_choice(settings) -> ThemeChoice:
+    from .main_window import THEME_KEY
+    try:
+        return ThemeChoice(str(settings.value(THEME_KEY, ThemeChoice.SYSTEM.value)))
+    except ValueError:
+        return ThemeChoice.SYSTEM
 
 
 def make_loop(app: QApplication) -> qasync.QEventLoop:

@@ -1,31 +1,34 @@
-"""The main window: fleet, approval queue, trust plot, alerts and the cascade monitor (tabs) above,
-question and answer below, start-up progress in the status bar. The Approvals tab title counts the
-answers waiting for an operator; the Alerts tab title and a button in the status bar count the alerts
-nobody acknowledged yet (the button opens the Alerts tab); the Cascade tab title counts the answers the
-cascade monitor halted for review, and the answer view's "Stage scores…" opens an answer's stages there.
-The Gateway tab lists the messages the thought-virus gateway blocked, sanitised or escalated (its title
-counts the blocked ones); its "Open trace…", the answer view's and the Alerts tab's open a question's whole
-trace in the one trace view the window owns (a window of its own). The Memory tab shows every agent's
-own memory (snapshot, roll back, quarantine, release, who read an entry); the Tools tab shows agents' tool
-calls, pending ones first (its title counts them), with Approve / Reject, the outbox and the permission matrix.
-Selecting an agent in the fleet table, on the trust plot or through an alert selects it in the others.
-When the engine is ready the stored score history and alerts are read once (load_trust), and the gateway's
-stored decisions (load_gateway), agents' memory (load_memory) and tool calls (load_tool_calls); from then
-on the panels grow live (memory and tool calls are read again after each answer).
+"""The main window: every panel a dock (console/docks.py), every action declared once (console/actions.py),
+the engine's state, the unacknowledged alerts and the demo traffic in the status bar.
+
+Docks can be moved, tabbed, floated and closed; View reopens any of them (Alt+1…) and resets the layout.
+Where the operator put them and the window's geometry are remembered in QSettings (layout only: data
+stays in the engine's store); the first start fills the screen at 1280×800 and above. Each dock's title
+counts what needs a person (pending approvals, unacknowledged alerts, blocked messages, ...).
+
+Selecting an agent in the fleet table, on the trust plot or through an alert selects it in the others;
+any panel's "Open trace…" ends in the one trace view the window owns (a window of its own). When the
+engine is ready the stored score history, alerts and gateway decisions are read once; from then on the
+panels grow live.
 
 Closing is two-step: the first close request is refused and announced with sig_close_requested,
 so the app can shut the engine down while the window still says what is happening; the app then
-calls allow_close() and closes it for real.
+calls allow_close() and closes it for real (saving the layout first).
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QSplitter, QStyle, QTabWidget, QToolButton, QWidget
+from typing import Callable
+
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication
+from PySide6.QtWidgets import (QDockWidget, QInputDialog, QLabel, QMainWindow, QProgressBar, QStyle, QTabBar,
+                               QTabWidget, QToolButton, QWidget)
 
 from engine import Answer
 
 from . import style
+from .actions import ActionBook
+from .docks import PANELS, Area, panel as panel_spec
 from .panels.alerts import AlertsPanel
 from .panels.approvals import ApprovalsPanel
 from .panels.ask import AskPanel
@@ -37,76 +40,336 @@ from .panels.tool_calls import ToolCallsPanel
 from .panels.trace_view import TraceView
 from .panels.trust import TrustPanel
 from .service import EngineService
+from .settings import console_settings
+from .shortcuts_sheet import ShortcutsSheet
 from .toast import Toast
 
 TITLE = "Quorum — operations console"
 DEFAULT_SIZE = QSize(1280, 800)
-FLEET_TAB, APPROVALS_TAB, TRUST_TAB, ALERTS_TAB, CASCADE_TAB, GATEWAY_TAB, MEMORY_TAB, TOOLS_TAB = range(8)
-APPROVALS_HEIGHT = 360       # pixels the top area takes while the approval queue is shown
-TRUST_HEIGHT = 430           # ... the trust plot
-ALERTS_HEIGHT = 320          # ... the alerts list
-CASCADE_HEIGHT = 520         # ... the stage scores and the strip of recent questions
-GATEWAY_HEIGHT = 420         # ... the stopped messages and the selected one's evidence
-MEMORY_HEIGHT = 470          # ... namespaces, entries, the selected entry and its readers
-TOOLS_HEIGHT = 440           # ... tool calls, the selected one and the outbox
+SCREEN_SHARE = 0.9           # of the available screen, when it is larger than DEFAULT_SIZE
+TOP_SHARE = 0.36             # of the window's height the top docks (fleet, trust, cascade) start with
+LAYOUT_VERSION = 1           # bump when the panels change so much that an old saved layout misleads
+GEOMETRY_KEY, STATE_KEY, THEME_KEY = "window/geometry", "window/state", "window/theme"
+
+
+def first_size(available: QSize | None) -> QSize:
+    """The window's size at first start: 1280×800 on a screen of that size, 90 % of a larger one in each
+    direction, the whole of a smaller one."""
+    if available is None or available.isEmpty():
+        return QSize(DEFAULT_SIZE)
+    if available.width() <= DEFAULT_SIZE.width() or available.height() <= DEFAULT_SIZE.height():
+        return available.boundedTo(DEFAULT_SIZE)
+    return QSize(max(DEFAULT_SIZE.width(), int(available.width() * SCREEN_SHARE)),
+                 max(DEFAULT_SIZE.height(), int(available.height() * SCREEN_SHARE)))
 
 
 class MainWindow(QMainWindow):
     sig_close_requested = Signal()
 
-    def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
+    def __init__(self, service: EngineService, parent: QWidget | None = None, *,
+                 settings: QSettings | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(TITLE)
-        self.resize(DEFAULT_SIZE)
+        self.setObjectName("quorum-main-window")
+        self._service = service
+        self._settings = settings if settings is not None else console_settings()
         self._may_close = False
         self._close_requested = False
+        self._ready = False
 
+        self.actions = ActionBook(self)
+        self._make_panels(service)
+        self.docks: dict[str, QDockWidget] = {}
+        self._make_docks()
+        self._make_status_bar()
+        self._make_menus()
+        self._bind_actions()
+        self._connect(service)
+
+        self._lay_out_default()
+        self._default_state = QByteArray()     # taken at the first show, once the docks have their sizes
+        self._restore_geometry()
+        self._refresh_titles()
+        self.ask_panel.question.setFocus()     # typing starts a question; the tables are for reading
+
+    # --- panels and docks -------------------------------------------------------------------
+    def _make_panels(self, service: EngineService) -> None:
         self.fleet_panel = FleetPanel(service)
+        self.ask_panel = AskPanel(service)
         self.approvals_panel = ApprovalsPanel(service)
-        self.trust_panel = TrustPanel(service)
         self.alerts_panel = AlertsPanel(service)
+        self.trust_panel = TrustPanel(service)
         self.cascade_panel = CascadePanel(theta=service.cascade.threshold)
         self.gateway_panel = GatewayPanel(service)
         self.memory_panel = MemoryPanel(service)
         self.tools_panel = ToolCallsPanel(service)
-        self.ask_panel = AskPanel(service)
         self.trace_view = TraceView(service, self)
-        self._service = service
-        self.top_tabs = QTabWidget()
-        self.top_tabs.setDocumentMode(True)
-        self.top_tabs.addTab(self.fleet_panel, "Fleet")
-        self.top_tabs.addTab(self.approvals_panel, self.approvals_panel.tab_title())
-        self.top_tabs.addTab(self.trust_panel, self.trust_panel.tab_title())
-        self.top_tabs.addTab(self.alerts_panel, self.alerts_panel.tab_title())
-        self.top_tabs.addTab(self.cascade_panel, self.cascade_panel.tab_title())
-        self.top_tabs.addTab(self.gateway_panel, self.gateway_panel.tab_title())
-        self.top_tabs.addTab(self.memory_panel, self.memory_panel.tab_title())
-        self.top_tabs.addTab(self.tools_panel, self.tools_panel.tab_title())
-        self.top_tabs.setTabToolTip(TRUST_TAB, "Every agent's trust score over time, and the quarantine floor")
-        self.top_tabs.setTabToolTip(CASCADE_TAB, "Each question's stages as the cascade monitor scored them")
-        self.top_tabs.setTabToolTip(GATEWAY_TAB, "Messages the gateway blocked, sanitised or escalated")
-        self.top_tabs.setTabToolTip(MEMORY_TAB, "Every agent's own memory: versions, snapshots, rollback, quarantine")
-        self.top_tabs.setTabToolTip(TOOLS_TAB, "Agents' tool calls, the ones waiting for an operator first")
-        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.top_tabs)
-        splitter.addWidget(self.ask_panel)
-        splitter.setStretchFactor(0, 0)
-        splitter.setStretchFactor(1, 1)
-        tabs_height = self.top_tabs.tabBar().sizeHint().height()
-        fleet_height = self.fleet_panel.fitting_height() + tabs_height
-        # Each tab keeps its own height: the queue needs room for an item's candidates and the decision form.
-        self._top_heights = {FLEET_TAB: fleet_height, APPROVALS_TAB: max(fleet_height, APPROVALS_HEIGHT),
-                             TRUST_TAB: max(fleet_height, TRUST_HEIGHT), ALERTS_TAB: max(fleet_height, ALERTS_HEIGHT),
-                             CASCADE_TAB: max(fleet_height, CASCADE_HEIGHT),
-                             GATEWAY_TAB: max(fleet_height, GATEWAY_HEIGHT),
-                             MEMORY_TAB: max(fleet_height, MEMORY_HEIGHT), TOOLS_TAB: max(fleet_height, TOOLS_HEIGHT)}
-        splitter.setSizes([fleet_height, DEFAULT_SIZE.height() - fleet_height])
-        splitter.setContentsMargins(8, 8, 8, 0)
-        self.setCentralWidget(splitter)
-        self._top_tab = FLEET_TAB
-        self.top_tabs.currentChanged.connect(self._on_top_tab_changed)
-        self.approvals_panel.sig_pending_changed.connect(self._on_pending_changed)
-        self.alerts_panel.sig_open_changed.connect(self._on_open_alerts_changed)
+        self.panels: dict[str, QWidget] = {
+            "fleet": self.fleet_panel, "questions": self.ask_panel, "approvals": self.approvals_panel,
+            "alerts": self.alerts_panel, "trust": self.trust_panel, "cascade": self.cascade_panel,
+            "gateway": self.gateway_panel, "memory": self.memory_panel, "tools": self.tools_panel,
+        }
+
+    def _make_docks(self) -> None:
+        # A placeholder central widget (Qt requires one); hidden, so the docks share the whole window.
+        placeholder = QWidget()
+        placeholder.setMaximumSize(0, 0)
+        self.setCentralWidget(placeholder)
+        placeholder.hide()
+        self.setDockNestingEnabled(True)
+        self.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
+        self.setDockOptions(QMainWindow.DockOption.AllowTabbedDocks | QMainWindow.DockOption.AllowNestedDocks
+                            | QMainWindow.DockOption.AnimatedDocks)
+        for spec in PANELS:
+            widget = self.panels.get(spec.id)
+            if widget is None:          # declared but not built in this window (yet)
+                continue
+            dock = QDockWidget(spec.title, self)
+            dock.setObjectName(spec.id)
+            dock.setWidget(widget)
+            dock.setToolTip(spec.tip)
+            dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                             | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+            self.actions.attach(spec.id, dock)
+            self.docks[spec.id] = dock
+
+    def _lay_out_default(self) -> None:
+        """Top: fleet, trust, cascade; bottom: questions and the rest; the first of each in front."""
+        groups: dict[Area, list[QDockWidget]] = {Area.TOP: [], Area.BOTTOM: []}
+        for spec in PANELS:
+            dock = self.docks.get(spec.id)
+            if dock is None:
+                continue
+            dock.setFloating(False)
+            dock.show()
+            area = Qt.DockWidgetArea.TopDockWidgetArea if spec.area is Area.TOP else Qt.DockWidgetArea.BottomDockWidgetArea
+            group = groups[spec.area]
+            if group:
+                self.tabifyDockWidget(group[0], dock)     # straight into the tabs: never side by side, even briefly
+            else:
+                self.addDockWidget(area, dock)
+            group.append(dock)
+        for docks in groups.values():
+            if docks:
+                docks[0].raise_()
+        self.resize(self._first_size())
+        self._first_docks = (groups[Area.TOP][0], groups[Area.BOTTOM][0])
+
+    def _size_default_docks(self) -> None:
+        """The top group gets about a third of the height (the whole fleet table fits), the work the rest."""
+        top_dock, bottom_dock = self._first_docks
+        height = self.height()
+        top = max(self.fleet_panel.fitting_height() + 30, int(height * TOP_SHARE))
+        self.resizeDocks([top_dock, bottom_dock], [top, max(height - top, 200)], Qt.Orientation.Vertical)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._default_state.isEmpty():      # the first show: sizes are real now
+            self._size_default_docks()
+            self._default_state = self.saveState(LAYOUT_VERSION)
+            self._restore_state()
+
+    def _first_size(self) -> QSize:
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        return first_size(screen.availableGeometry().size() if screen is not None else None)
+
+    def _restore_geometry(self) -> None:
+        geometry = self._settings.value(GEOMETRY_KEY)
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+
+    def _restore_state(self) -> bool:
+        state = self._settings.value(STATE_KEY)
+        if isinstance(state, QByteArray) and not state.isEmpty():
+            return self.restoreState(state, LAYOUT_VERSION)      # a layout of another version is ignored
+        return False
+
+    def save_layout(self) -> None:
+        self._settings.setValue(GEOMETRY_KEY, self.saveGeometry())
+        self._settings.setValue(STATE_KEY, self.saveState(LAYOUT_VERSION))
+        self._settings.sync()
+
+    def reset_layout(self) -> None:
+        """Every panel back where the first start put it (closed ones reopened)."""
+        for dock in self.docks.values():
+            dock.show()
+        if self._default_state.isEmpty():        # never shown yet: the default is what is there
+            return
+        self.restoreState(self._default_state, LAYOUT_VERSION)
+        for spec_id in ("fleet", "questions"):
+            if spec_id in self.docks:
+                self.docks[spec_id].raise_()
+        self.save_layout()
+
+    def show_panel(self, panel_id: str, focus: bool = True) -> QWidget:
+        """Shows the panel's dock (reopened if closed, brought to the front of its tabs) and focuses it."""
+        dock = self.docks[panel_id]
+        dock.show()
+        dock.raise_()
+        widget = self.panels[panel_id]
+        if focus:
+            target = getattr(widget, "focus_target", None)
+            (target() if callable(target) else widget).setFocus(Qt.FocusReason.ShortcutFocusReason)
+        return widget
+
+    # Named shortcuts for callers that knew the tabs (the screenshot tool, tests).
+    def show_approvals(self) -> None:
+        self.show_panel("approvals")
+
+    def show_trust(self) -> None:
+        self.show_panel("trust")
+
+    def show_alerts(self) -> None:
+        self.show_panel("alerts")
+        self.alerts_panel.select_first_open()
+
+    def show_cascade(self, answer: Answer | None = None) -> None:
+        """Opens the Cascade panel, on `answer`'s stages when one is given."""
+        if answer is not None:
+            self.cascade_panel.show_answer(answer)
+        self.show_panel("cascade")
+
+    def show_gateway(self) -> None:
+        self.show_panel("gateway")
+
+    def show_memory(self) -> None:
+        self.show_panel("memory")
+
+    def show_tools(self) -> None:
+        self.show_panel("tools")
+
+    def _refresh_titles(self, *_args) -> None:
+        for panel_id, dock in self.docks.items():
+            title = getattr(self.panels[panel_id], "tab_title", None)
+            dock.setWindowTitle(title() if callable(title) else panel_spec(panel_id).title)
+        self._paint_tabs()
+
+    def needs_attention(self, panel_id: str) -> bool:
+        """Something in the panel waits for a person (pending approvals, open alerts, blocked messages, ...)."""
+        check = getattr(self.panels[panel_id], "needs_attention", None)
+        return bool(check()) if callable(check) else False
+
+    def _paint_tabs(self) -> None:
+        """Tabs of docks that need a person read in the 'bad' tone. Qt owns the dock tab bars; a tab shows
+        its dock's title, which is unique, so the title finds the tab."""
+        attention = {dock.windowTitle(): self.needs_attention(pid) for pid, dock in self.docks.items()}
+        for bar in self.findChildren(QTabBar):
+            if bar.parent() is not self:
+                continue        # a panel's own tabs, not the docks'
+            for index in range(bar.count()):
+                wanted = attention.get(bar.tabText(index))
+                if wanted is not None:
+                    bar.setTabTextColor(index, style.tones().bad if wanted else bar.palette().windowText().color())
+
+    def dock_title(self, panel_id: str) -> str:
+        return self.docks[panel_id].windowTitle()
+
+    def is_front(self, panel_id: str) -> bool:
+        """The panel's dock is shown and not hidden behind another tab."""
+        dock = self.docks[panel_id]
+        return dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+    # --- menus and actions ------------------------------------------------------------------
+    def _make_menus(self) -> None:
+        a = self.actions
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addAction(a["trace.open"])
+        file_menu.addSeparator()
+        file_menu.addAction(a["app.quit"])
+        view = bar.addMenu("&View")
+        for spec in PANELS:
+            if spec.id in self.docks:
+                view.addAction(a[f"view.{spec.id}"])
+        view.addSeparator()
+        view.addAction(a["view.reset_layout"])
+        self.theme_menu = view.addMenu("&Theme")
+        self._theme_group = QActionGroup(self)
+        current = self.theme_choice()
+        for choice in style.ThemeChoice:
+            action = QAction(choice.value.capitalize(), self)
+            action.setCheckable(True)
+            action.setChecked(choice is current)
+            action.setData(choice.value)
+            action.triggered.connect(lambda _c=False, ch=choice: self.set_theme(ch))
+            self._theme_group.addAction(action)
+            self.theme_menu.addAction(action)
+        fleet = bar.addMenu("F&leet")
+        fleet.addAction(a["fleet.quarantine"])
+        fleet.addAction(a["fleet.release"])
+        review = bar.addMenu("&Review")
+        for action_id in ("approvals.approve", "approvals.reject", "approvals.next", "approvals.previous",
+                          "approvals.next_pending"):
+            review.addAction(a[action_id])
+        alerts = bar.addMenu("&Alerts")
+        for action_id in ("alerts.acknowledge", "alerts.next", "alerts.previous", "alerts.trace"):
+            alerts.addAction(a[action_id])
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(a["help.shortcuts"])
+        self.shortcuts_sheet: ShortcutsSheet | None = None
+
+    def _bind_actions(self) -> None:
+        a = self.actions
+        a.bind("help.shortcuts", self.show_shortcuts)
+        a.bind("question.focus", self.focus_question)
+        a.bind("trace.open", self.ask_trace_id)
+        a.bind("app.quit", self.close)
+        for spec in PANELS:
+            if spec.id in self.docks:
+                a.bind(f"view.{spec.id}", lambda pid=spec.id: self.show_panel(pid))
+        a.bind("view.reset_layout", self.reset_layout)
+        fleet = self.fleet_panel
+        a.bind("fleet.quarantine", fleet.quarantine_selected)
+        a.bind("fleet.release", fleet.release_selected)
+        approvals = self.approvals_panel
+        a.bind("approvals.next", approvals.select_next)
+        a.bind("approvals.previous", approvals.select_previous)
+        a.bind("approvals.next_pending", approvals.select_next_pending)
+        a.bind("approvals.approve", lambda: approvals.open_form(approve=True))
+        a.bind("approvals.reject", lambda: approvals.open_form(approve=False))
+        alerts = self.alerts_panel
+        a.bind("alerts.acknowledge", alerts.acknowledge_selected)
+        a.bind("alerts.next", alerts.select_next)
+        a.bind("alerts.previous", alerts.select_previous)
+        a.bind("alerts.trace", alerts.open_selected_trace)
+
+    def show_shortcuts(self) -> ShortcutsSheet:
+        if self.shortcuts_sheet is None:
+            self.shortcuts_sheet = ShortcutsSheet(self.actions, self)
+        self.shortcuts_sheet.show()
+        self.shortcuts_sheet.raise_()
+        return self.shortcuts_sheet
+
+    def focus_question(self) -> None:
+        self.show_panel("questions", focus=False)
+        self.ask_panel.question.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.ask_panel.question.selectAll()
+
+    def ask_trace_id(self) -> QInputDialog:
+        """A small non-modal prompt for a trace id (no nested event loop): the trace view opens it."""
+        dialog = QInputDialog(self)
+        dialog.setWindowTitle("Open trace")
+        dialog.setLabelText("Trace id (32 hex characters, from an answer, an alert or the audit trail):")
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.textValueSelected.connect(self.trace_view.open_trace)
+        dialog.open()
+        return dialog
+
+    def theme_choice(self) -> style.ThemeChoice:
+        try:
+            return style.ThemeChoice(str(self._settings.value(THEME_KEY, style.ThemeChoice.SYSTEM.value)))
+        except ValueError:
+            return style.ThemeChoice.SYSTEM
+
+    def set_theme(self, choice: style.ThemeChoice) -> None:
+        self._settings.setValue(THEME_KEY, choice.value)
+        style.set_scheme(style.resolve(choice))
+        for action in self._theme_group.actions():
+            action.setChecked(action.data() == choice.value)
+
+    # --- live state -------------------------------------------------------------------------
+    def _connect(self, service: EngineService) -> None:
         # One agent selected everywhere: the fleet row, the trust line, the alert's agent.
         self.trust_panel.sig_agent_selected.connect(self.fleet_panel.select_agent)
         self.fleet_panel.sig_agent_selected.connect(self.trust_panel.select_agent)
@@ -117,40 +380,22 @@ class MainWindow(QMainWindow):
         service.cascade.sig_scored.connect(cascade.add_score)
         service.cascade.sig_resolved.connect(cascade.resolve)
         service.questions.sig_answer.connect(cascade.add_answer)
-        for signal in (service.cascade.sig_resolved, service.questions.sig_answer):     # after the panel took it in
-            signal.connect(self._refresh_cascade_title)
         self.ask_panel.answer_view.sig_show_cascade.connect(self.show_cascade)
-        # The gateway's stopped messages, live; any panel's "Open trace…" ends in the one trace view.
-        self.gateway_panel.sig_counts_changed.connect(self._refresh_gateway_title)
+        # Any panel's "Open trace…" ends in the one trace view.
         self.ask_panel.answer_view.sig_open_trace.connect(self.trace_view.open_trace)
-        service.traces.sig_loaded.connect(self.trace_view.show_trace)
-        service.traces.sig_failed.connect(self.trace_view.show_failure)
-        # Memory and tool calls: their traces open in the same trace view; the titles count what needs a person.
         self.memory_panel.sig_open_trace.connect(self.trace_view.open_trace)
         self.tools_panel.sig_open_trace.connect(self.trace_view.open_trace)
-        self.memory_panel.sig_counts_changed.connect(self._refresh_memory_title)
-        self.tools_panel.sig_pending_changed.connect(self._refresh_tools_title)
-
-        self.status_text = QLabel("Engine not started")
-        self.progress = QProgressBar()
-        self.progress.setFixedWidth(220)
-        self.progress.setFormat("%v / %m agents")
-        self.progress.hide()
-        self.alerts_button = QToolButton()        # "⚠ 2 open alerts": hidden when none is open; opens the Alerts tab
-        self.alerts_button.setAutoRaise(True)
-        self.alerts_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.alerts_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning))
-        self.alerts_button.setStyleSheet(f"QToolButton {{ color: {style.RED.name()}; font-weight: bold; }}")
-        self.alerts_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.alerts_button.setToolTip("Show the alerts")
-        self.alerts_button.clicked.connect(self.show_alerts)
-        self.alerts_button.hide()
-        self.statusBar().addWidget(self.status_text, 1)
-        self.statusBar().addPermanentWidget(self.alerts_button)
-        self.statusBar().addPermanentWidget(self.progress)
-        self.toast = Toast(self)
-        self.ask_panel.question.setFocus()     # typing starts a question; the fleet table is for reading
-        self._ready = False
+        service.traces.sig_loaded.connect(self.trace_view.show_trace)
+        service.traces.sig_failed.connect(self.trace_view.show_failure)
+        # Titles count what needs a person.
+        title_changes: tuple[Callable, ...] = (
+            self.approvals_panel.sig_pending_changed, self.alerts_panel.sig_open_changed,
+            self.gateway_panel.sig_counts_changed, self.memory_panel.sig_counts_changed,
+            self.tools_panel.sig_pending_changed, service.cascade.sig_resolved, service.questions.sig_answer,
+            service.fleet.sig_agent_changed, self.fleet_panel.sig_summary_changed)
+        for signal in title_changes:
+            signal.connect(self._refresh_titles)
+        self.alerts_panel.sig_open_changed.connect(self._on_open_alerts_changed)
 
         service.sig_starting.connect(self._on_starting)
         service.sig_ready.connect(self._on_ready)
@@ -158,83 +403,35 @@ class MainWindow(QMainWindow):
         service.sig_stopping.connect(self._on_stopping)
         service.sig_stopped.connect(lambda: self.status_text.setText("Engine stopped"))
         self.fleet_panel.sig_summary_changed.connect(self._on_fleet_summary)
-        service.fleet.sig_agent_changed.connect(self._on_trust_standing)
 
-    # --- fleet / approvals tabs ------------------------------------------------------------
-    def show_approvals(self) -> None:
-        self.top_tabs.setCurrentIndex(APPROVALS_TAB)
+    def _make_status_bar(self) -> None:
+        self.status_text = QLabel("Engine not started")
+        self.progress = QProgressBar()
+        self.progress.setFixedWidth(220)
+        self.progress.setFormat("%v / %m agents")
+        self.progress.hide()
+        self.alerts_button = QToolButton()        # "⚠ 2 unacknowledged alerts": hidden when none; opens Alerts
+        self.alerts_button.setAutoRaise(True)
+        self.alerts_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.alerts_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning))
+        self.alerts_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.alerts_button.setToolTip("Show the alerts")
+        self.alerts_button.clicked.connect(self.show_alerts)
+        self.alerts_button.hide()
+        self._style_alerts_button()
+        style.theme_signals().sig_changed.connect(self._style_alerts_button)
+        self.statusBar().addWidget(self.status_text, 1)
+        self.statusBar().addPermanentWidget(self.alerts_button)
+        self.statusBar().addPermanentWidget(self.progress)
+        self.toast = Toast(self)
 
-    def show_trust(self) -> None:
-        self.top_tabs.setCurrentIndex(TRUST_TAB)
-
-    def show_alerts(self) -> None:
-        self.top_tabs.setCurrentIndex(ALERTS_TAB)
-        self.alerts_panel.select_first_open()
-
-    def show_cascade(self, answer: Answer | None = None) -> None:
-        """Opens the Cascade tab, on `answer`'s stages when one is given."""
-        if answer is not None:
-            self.cascade_panel.show_answer(answer)
-        self.top_tabs.setCurrentIndex(CASCADE_TAB)
-
-    def show_gateway(self) -> None:
-        self.top_tabs.setCurrentIndex(GATEWAY_TAB)
-
-    def show_memory(self) -> None:
-        self.top_tabs.setCurrentIndex(MEMORY_TAB)
-
-    def show_tools(self) -> None:
-        self.top_tabs.setCurrentIndex(TOOLS_TAB)
-
-    def _on_top_tab_changed(self, tab: int) -> None:
-        sizes = self.splitter.sizes()
-        total = sum(sizes)
-        self._top_heights[self._top_tab] = sizes[0]
-        self._top_tab = tab
-        top = min(self._top_heights.get(tab, sizes[0]), total - 200) if total > 400 else sizes[0]
-        self.splitter.setSizes([top, total - top])
-
-    def _on_pending_changed(self, pending: int) -> None:
-        self.top_tabs.setTabText(APPROVALS_TAB, self.approvals_panel.tab_title())
-        bar = self.top_tabs.tabBar()
-        bar.setTabTextColor(APPROVALS_TAB, style.RED if pending else bar.palette().windowText().color())
-        bar.setTabToolTip(APPROVALS_TAB, f"{pending} answer(s) wait for an operator" if pending
-                          else "No answer waits for an operator")
+    def _style_alerts_button(self, *_args) -> None:
+        self.alerts_button.setStyleSheet(f"QToolButton {{ {style.fg('bad')}; font-weight: bold; }}")
 
     def _on_open_alerts_changed(self, open_count: int) -> None:
-        self.top_tabs.setTabText(ALERTS_TAB, self.alerts_panel.tab_title())
-        bar = self.top_tabs.tabBar()
-        bar.setTabTextColor(ALERTS_TAB, style.RED if open_count else bar.palette().windowText().color())
-        bar.setTabToolTip(ALERTS_TAB, f"{open_count} alert(s) not acknowledged yet" if open_count
-                          else "Every alert is acknowledged")
-        self.alerts_button.setText(f"{open_count} open alert{'s' if open_count != 1 else ''}")
+        self.alerts_button.setText(f"{open_count} unacknowledged alert{'s' if open_count != 1 else ''}")
         self.alerts_button.setVisible(open_count > 0)
 
-    def _refresh_cascade_title(self, *_args) -> None:
-        halted = self.cascade_panel.halted_count()
-        self.top_tabs.setTabText(CASCADE_TAB, self.cascade_panel.tab_title())
-        bar = self.top_tabs.tabBar()
-        bar.setTabTextColor(CASCADE_TAB, style.RED if halted else bar.palette().windowText().color())
-
-    def _refresh_gateway_title(self, blocked: int) -> None:
-        self.top_tabs.setTabText(GATEWAY_TAB, self.gateway_panel.tab_title())
-        bar = self.top_tabs.tabBar()
-        bar.setTabTextColor(GATEWAY_TAB, style.RED if blocked else bar.palette().windowText().color())
-
-    def _refresh_memory_title(self, _quarantined: int) -> None:
-        self.top_tabs.setTabText(MEMORY_TAB, self.memory_panel.tab_title())     # not red: a quarantine is handled
-
-    def _refresh_tools_title(self, pending: int) -> None:
-        self.top_tabs.setTabText(TOOLS_TAB, self.tools_panel.tab_title())
-        bar = self.top_tabs.tabBar()
-        bar.setTabTextColor(TOOLS_TAB, style.RED if pending else bar.palette().windowText().color())
-        bar.setTabToolTip(TOOLS_TAB, f"{pending} tool call(s) wait for an operator" if pending
-                          else "Agents' tool calls; none waits for an operator")
-
-    def _on_trust_standing(self, _view) -> None:
-        self.top_tabs.setTabText(TRUST_TAB, self.trust_panel.tab_title())
-
-    # --- status bar ------------------------------------------------------------------------
     def _on_starting(self, up: int, total: int) -> None:
         self.status_text.setText(f"Starting agents {up}/{total}… (models may take a minute to load the first time)")
         self.progress.setRange(0, max(total, 1))
@@ -264,6 +461,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._may_close:
+            self.save_layout()
             event.accept()
             return
         event.ignore()

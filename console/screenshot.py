@@ -24,7 +24,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from PySide6.QtCore import QSize
+
 DEFAULT_QUESTION = "What are the moons of Mars?"
+SHOT_SIZE = QSize(1280, 800)
 TOP_PANELS = ["fleet", "approvals", "trust", "alerts", "cascade", "gateway", "memory", "tools"]
 DEMO_OPERATOR = "demo-operator"     # who the demo seeding's quarantine, rollback and approval are recorded as
 
@@ -128,7 +131,7 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
 
     async def show_seeded(window, service, trace_id: str) -> None:
         """Seeds the demo data (see seed_demo), reads it back through the service, selects something telling."""
-        picks = await seed_demo(service._engine, trace_id)    # demo seeding only: the console never reaches past the service
+        picks = await seed_demo(service.engine, trace_id)    # demo seeding only: the console never reaches past the service
         if top_panel == "memory":
             service.memory.load()
             await first_emission(service.memory.sig_loaded, timeout_s=timeout_s)
@@ -145,6 +148,7 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
 
     async def script(window, service) -> int:
         log = logging.getLogger("console.screenshot")
+        window.resize(SHOT_SIZE)           # the size the README's pictures have, whatever the offscreen screen is
         while not service.ready:
             if service.phase is Phase.FAILED:
                 log.error("the fleet did not start; no screenshot")
@@ -229,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     fleet = load_fleet(args.fleet, corpus_dir=args.corpus.resolve() if args.corpus else None)
     settings = load_settings(args.settings)
     with tempfile.TemporaryDirectory(prefix="quorum-screenshot-") as tmp:
+        from PySide6.QtCore import QSettings       # the first-start layout, never the operator's saved one
+        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(Path(tmp) / "settings"))
         db_path = args.db or Path(tmp) / "quorum.db"
         script = make_script(args.out.resolve(), args.question, args.tier, args.timeout, tab, panel, args.repeat,
                              args.select, args.trace)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QLabel, QWidget
 
+from . import style
+
 SHOW_MS_PER_CHAR = 60
 MIN_SHOW_MS, MAX_SHOW_MS = 5000, 15000
 
@@ -17,7 +19,9 @@ class Toast(QLabel):
         super().__init__(parent)
         self.setWordWrap(True)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.setStyleSheet("QLabel { background: #b71c1c; color: white; border-radius: 6px; padding: 8px 12px; }")
+        background, text = style.tones().toast
+        self.setStyleSheet(f"QLabel {{ background: {background.name()}; color: {text.name()}; border-radius: 6px;"
+                           " padding: 8px 12px; }")
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)

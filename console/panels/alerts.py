@@ -25,13 +25,12 @@ from ..service import EngineService
 from ..table_model import RIGHT, Column, RecordTableModel
 from .approvals import when_text
 
-OPEN_BACKGROUND = QColor("#fff8e1")
 # kind -> (label, colour, critical?): critical kinds get the red icon, the others the warning one.
 ALERT_KINDS = {
-    "auto_quarantine": ("quarantined", style.RED, True),
-    "agent_down": ("agent down", style.RED, True),
-    "score_drop": ("score drop", style.AMBER, False),
-    "behaviour_shift": ("behaviour shift", style.AMBER, False),
+    "auto_quarantine": ("quarantined", style.tones().bad, True),
+    "agent_down": ("agent down", style.tones().bad, True),
+    "score_drop": ("score drop", style.tones().warn, False),
+    "behaviour_shift": ("behaviour shift", style.tones().warn, False),
 }
 KIND_MEANINGS = {
     "auto_quarantine": "The agent's score fell below the quarantine floor: it gets no work until an operator "
@@ -43,11 +42,11 @@ KIND_MEANINGS = {
 
 
 def kind_label(kind: str) -> str:
-    return ALERT_KINDS.get(kind, (kind.replace("_", " "), style.AMBER, False))[0]
+    return ALERT_KINDS.get(kind, (kind.replace("_", " "), style.tones().warn, False))[0]
 
 
 def kind_colour(kind: str) -> QColor:
-    return ALERT_KINDS.get(kind, ("", style.AMBER, False))[1]
+    return ALERT_KINDS.get(kind, ("", style.tones().warn, False))[1]
 
 
 def status_text(alert: AlertRow) -> str:
@@ -68,7 +67,7 @@ def alert_order(alert: AlertRow) -> tuple:
 
 def alert_columns(icon) -> tuple[Column[AlertRow], ...]:
     def grey_unless_open(colour):
-        return lambda a: colour(a) if a.open else style.GREY
+        return lambda a: colour(a) if a.open else style.tones().muted
 
     return (
         Column("Kind", lambda a: kind_label(a.kind), icon=icon, bold=lambda a: a.open,
@@ -79,7 +78,7 @@ def alert_columns(icon) -> tuple[Column[AlertRow], ...]:
                tooltip=lambda a: escaped_tooltip(a.message)),
         Column("Raised", lambda a: when_text(a.at), align=RIGHT, foreground=grey_unless_open(lambda a: None)),
         Column("Status", status_text, bold=lambda a: a.open,
-               foreground=lambda a: style.RED if a.open else style.GREY),
+               foreground=lambda a: style.tones().bad if a.open else style.tones().muted),
     )
 
 
@@ -92,7 +91,7 @@ class AlertsModel(RecordTableModel[AlertRow]):
     def __init__(self, parent=None) -> None:
         self._icons: dict[bool, QIcon | None] = {}
         super().__init__(alert_columns(self._icon), parent,
-                         row_background=lambda a: OPEN_BACKGROUND if a.open else None)
+                         row_background=lambda a: style.tones().warn_tint if a.open else None)
 
     def _icon(self, alert: AlertRow) -> QIcon | None:
         critical = ALERT_KINDS.get(alert.kind, ("", None, False))[2]
@@ -241,6 +240,19 @@ class AlertsPanel(QWidget):
         if row >= 0:
             self._select(row)
 
+    def select_next(self) -> None:
+        self._step(+1)
+
+    def select_previous(self) -> None:
+        self._step(-1)
+
+    def _step(self, delta: int) -> None:
+        row = self.table.currentIndex().row()
+        self._select(min(max(row + delta, 0), self.model.rowCount() - 1) if row >= 0 else 0)
+
+    def focus_target(self) -> QWidget:
+        return self.table
+
     def select_alert(self, alert_id: int) -> bool:
         row = self.model.row_of(alert_id)
         self._select(row)
@@ -328,6 +340,9 @@ class AlertsPanel(QWidget):
         if self.current_alert() is None:
             self._show_detail(None)
         self.sig_open_changed.emit(open_count)
+
+    def needs_attention(self) -> bool:
+        return self.model.open_count() > 0
 
     def tab_title(self) -> str:
         open_count = self.model.open_count()

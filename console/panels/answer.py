@@ -31,7 +31,7 @@ OUTCOME_COLUMNS: tuple[Column[AgentOutcome], ...] = (
            bold=lambda o: True),
     Column("Latency (ms)", lambda o: f"{o.latency_ms:,.0f}", align=RIGHT),
     Column("Items", lambda o: str(o.n_items), align=RIGHT),
-    Column("Error", lambda o: o.error or "", foreground=lambda o: style.RED, tooltip=lambda o: o.error),
+    Column("Error", lambda o: o.error or "", foreground=lambda o: style.tones().bad, tooltip=lambda o: o.error),
 )
 
 
@@ -51,7 +51,7 @@ def citation_label(citation: Citation) -> str:
 def citation_html(citation: Citation) -> str:
     esc = html.escape
     return (f"<h3 style='margin:0'>{esc(citation.title or citation.chunk_id)}</h3>"
-            f"<p style='color:#555; margin-top:4px'>Source: {esc(citation.source or 'unknown')}"
+            f"<p style='{style.fg('muted')}; margin-top:4px'>Source: {esc(citation.source or 'unknown')}"
             f"<br>Chunk: <code>{esc(citation.chunk_id)}</code></p>"
             f"<p style='white-space:pre-wrap'>{esc(citation.text)}</p>")
 
@@ -119,7 +119,7 @@ class VerdictHeader(QWidget):
         self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.suspects = QLabel()
         self.suspects.setWordWrap(True)
-        self.suspects.setStyleSheet(style.SUSPECT_CSS)
+        self.suspects.setStyleSheet(style.suspect_css())
         self.suspects.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                               | Qt.TextInteractionFlag.LinksAccessibleByMouse)
         self.suspects.linkActivated.connect(lambda _link: self.sig_show_kept_out.emit())
@@ -128,7 +128,7 @@ class VerdictHeader(QWidget):
         self.stages.setTextFormat(Qt.TextFormat.PlainText)
         self.stages.setWordWrap(True)
         self.stages.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.stages.setStyleSheet(f"color: {style.GREY.name()}")
+        self.stages.setStyleSheet(f"color: {style.tones().muted.name()}")
         self.cascade = QLabel()
         self.cascade.setTextFormat(Qt.TextFormat.PlainText)
         self.cascade.setWordWrap(True)
@@ -192,10 +192,10 @@ class VerdictHeader(QWidget):
             self.answer.setText("No answer: the fleet found no usable evidence.")
         total_ms = sum(answer.timings_ms.values())
         waits = needs_review(answer)
-        review = (f" · <b style='color:#b36b00'>⏳ waits for operator approval ({html.escape(waits)}): "
+        review = (f" · <b style='{style.fg('warn')}'>⏳ waits for operator approval ({html.escape(waits)}): "
                   f"see the Approvals tab</b>" if waits else "")
         self.reason.setText(f"<b>Why:</b> {html.escape(answer.reason)}"
-                            f" <span style='color:#666'>· {html.escape(answer.tier_reason or answer.tier.value + ' risk')}"
+                            f" <span style='{style.fg('muted')}'>· {html.escape(answer.tier_reason or answer.tier.value + ' risk')}"
                             f" · {total_ms:,.0f} ms</span>{review}")
         self.suspects.setText(suspects_html(answer))
         self.suspects.setVisible(bool(answer.suspects))
@@ -210,7 +210,7 @@ class VerdictHeader(QWidget):
         self.cascade_button.setVisible(bool(answer.stages) or answer.cascade is not None)
         fired = answer.cascade is not None and answer.cascade.fired
         self.cascade.setText(f"⚠ Cascade: {outcome_text(answer.cascade)}" if fired else "")
-        colour = style.RED if fired and answer.cascade.halted else style.AMBER
+        colour = style.tones().bad if fired and answer.cascade.halted else style.tones().warn
         self.cascade.setStyleSheet(f"color: {colour.name()}; font-weight: bold;")
         self.cascade.setVisible(fired)
 
@@ -259,7 +259,7 @@ class AnswerView(QWidget):
         self.passages_table.setItemDelegateForColumn(PASSAGE_FLAGS_COLUMN, FlagChipsDelegate(self.passages_table))
 
         self.candidates_model: RecordTableModel[Candidate] = RecordTableModel(
-            CANDIDATE_COLUMNS, self, row_background=lambda c: style.FAILING_BACKGROUND if failing(c) else None)
+            CANDIDATE_COLUMNS, self, row_background=lambda c: style.tones().bad_tint if failing(c) else None)
         self.candidates_table = _evidence_table(self.candidates_model)
         self.checks_model = RecordTableModel(CHECK_COLUMNS, self)
         self.checks_table = _evidence_table(self.checks_model, stretch_column=CHECK_CLAIM_COLUMN)
@@ -371,7 +371,7 @@ class AnswerView(QWidget):
         bar = self.tabs.tabBar()
         for tab, (title, alarm) in enumerate(zip(titles, alarms)):
             self.tabs.setTabText(tab, _tab_label(title))
-            bar.setTabTextColor(tab, style.RED if alarm else bar.palette().windowText().color())
+            bar.setTabTextColor(tab, style.tones().bad if alarm else bar.palette().windowText().color())
 
     # --- selection -> detail pane ----------------------------------------------------------
     def _on_candidate_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:

@@ -28,9 +28,8 @@ from ..table_model import RIGHT, Column, RecordTableModel
 
 esc = html.escape
 
-STATUS_COLOURS = {ReviewStatus.PENDING: style.AMBER, ReviewStatus.APPROVED: style.GREEN,
-                  ReviewStatus.REJECTED: style.RED}
-PENDING_BACKGROUND = QColor("#fff8e1")
+STATUS_TONES = {ReviewStatus.PENDING: "warn", ReviewStatus.APPROVED: "good",
+                  ReviewStatus.REJECTED: "bad"}
 
 
 def when_text(at: float | None, today: datetime.date | None = None) -> str:
@@ -57,9 +56,9 @@ def decision_text(item: ReviewItem) -> str:
 
 REVIEW_COLUMNS: tuple[Column[ReviewItem], ...] = (
     Column("#", lambda i: str(i.id), align=RIGHT, bold=lambda i: i.pending),
-    Column("Status", lambda i: i.status.value, foreground=lambda i: STATUS_COLOURS[i.status], bold=lambda i: True,
+    Column("Status", lambda i: i.status.value, foreground=lambda i: style.tone(STATUS_TONES[i.status]), bold=lambda i: True,
            tooltip=decision_text),
-    Column("Tier", lambda i: i.tier.value, foreground=lambda i: style.RED if i.tier is RiskTier.HIGH else None),
+    Column("Tier", lambda i: i.tier.value, foreground=lambda i: style.tones().bad if i.tier is RiskTier.HIGH else None),
     Column("Question", lambda i: i.question, tooltip=lambda i: i.question),
     Column("Answer / verdict", answer_cell,
            tooltip=lambda i: f"{answer_cell(i)}\n{style.VERDICT_LABELS[i.verdict]}: {i.answer_reason}".strip()),
@@ -84,7 +83,7 @@ class ReviewModel(RecordTableModel[ReviewItem]):
     pending ones."""
 
     def __init__(self, parent=None) -> None:
-        super().__init__(REVIEW_COLUMNS, parent, row_background=lambda i: PENDING_BACKGROUND if i.pending else None)
+        super().__init__(REVIEW_COLUMNS, parent, row_background=lambda i: style.tones().warn_tint if i.pending else None)
 
     def set_items(self, items: Iterable[ReviewItem]) -> None:
         """The queue as the store has it; an item this model already knows in a later state (a decision
@@ -119,32 +118,32 @@ class ReviewModel(RecordTableModel[ReviewItem]):
 def claim_mark(claim: ClaimSummary) -> tuple[str, str]:
     """✓ supported, ✗ refuted by its evidence, ? not backed by it (or unsupported, for answers without a label)."""
     if claim.supported:
-        return "✓", style.GREEN.name()
+        return "✓", style.tones().good.name()
     if claim.label in ("", "refuted"):
-        return "✗", style.RED.name()
-    return "?", style.AMBER.name()
+        return "✗", style.tones().bad.name()
+    return "?", style.tones().warn.name()
 
 
 def item_html(item: ReviewItem) -> str:
     """Everything an operator needs to decide, escaped: the agents' text is data, never markup."""
-    colour = STATUS_COLOURS[item.status].name()
+    colour = style.tone(STATUS_TONES[item.status]).name()
     parts = [f"<h3 style='margin:0'>#{item.id} · <span style='color:{colour}'>{esc(item.status.value)}</span>"
              f" · {esc(item.tier.value)} risk</h3>",
              f"<p style='margin-top:4px'><b>Question:</b> {esc(item.question)}</p>",
-             f"<p><b>Answer:</b> {esc(answer_cell(item))}<br><span style='color:#555'>"
+             f"<p><b>Answer:</b> {esc(answer_cell(item))}<br><span style='{style.fg('muted')}'>"
              f"{esc(style.VERDICT_LABELS[item.verdict])}: {esc(item.answer_reason or '—')}</span></p>",
-             f"<p><b>Waits because:</b> {esc(item.why)}<br><span style='color:#555'>queued "
+             f"<p><b>Waits because:</b> {esc(item.why)}<br><span style='{style.fg('muted')}'>queued "
              f"{esc(when_text(item.created_at))} · trace_id <code>{esc(item.trace_id)}</code></span></p>"]
     if not item.pending:
         parts.append(f"<p style='color:{colour}'><b>Decision:</b> {esc(decision_text(item))}"
-                     f" <span style='color:#555'>({esc(when_text(item.decided_at))})</span></p>")
+                     f" <span style='{style.fg('muted')}'>({esc(when_text(item.decided_at))})</span></p>")
     candidates = item.candidates_summary
     parts.append(f"<h4 style='margin-bottom:2px'>Candidate answers ({len(candidates)})</h4>")
     if not candidates:
-        parts.append("<p style='color:#555'>No generator answered.</p>")
+        parts.append(f"<p style='{style.fg('muted')}'>No generator answered.</p>")
     for cand in candidates:
         agree = f" · agrees with {esc(', '.join(cand.agreeing))}" if cand.agreeing else ""
-        parts.append(f"<p style='margin-bottom:0'><b>{esc(cand.agent_id)}</b> <span style='color:#555'>"
+        parts.append(f"<p style='margin-bottom:0'><b>{esc(cand.agent_id)}</b> <span style='{style.fg('muted')}'>"
                      f"support {cand.support_rate:.0%} · credibility {cand.credibility:.2f}{agree}</span><br>"
                      f"{esc(cand.answer or '(empty answer)')}</p>")
         if cand.claims:
@@ -154,7 +153,7 @@ def item_html(item: ReviewItem) -> str:
                 cites = f" <code>[{esc(', '.join(claim.citations))}]</code>" if claim.citations else ""
                 label = "" if claim.supported else claim.label.replace("_", " ")
                 why = " — ".join(part for part in (label, claim.reason) if part)
-                why = f" <span style='color:#555'>— {esc(why)}</span>" if why else ""
+                why = f" <span style='{style.fg('muted')}'>— {esc(why)}</span>" if why else ""
                 rows.append(f"<li><span style='color:{mark_colour}'><b>{mark}</b></span> {esc(claim.text)}{cites}{why}</li>")
             parts.append(f"<ul style='margin-top:0'>{''.join(rows)}</ul>")
     citations = item.citations
@@ -162,7 +161,7 @@ def item_html(item: ReviewItem) -> str:
         parts.append(f"<h4 style='margin-bottom:2px'>Citations ({len(citations)})</h4>")
         for citation in citations:
             title = citation.get("title") or citation.get("chunk_id", "")
-            parts.append(f"<p style='margin-bottom:0'><b>{esc(str(title))}</b> <span style='color:#555'>"
+            parts.append(f"<p style='margin-bottom:0'><b>{esc(str(title))}</b> <span style='{style.fg('muted')}'>"
                          f"{esc(str(citation.get('source', '')))} · <code>{esc(str(citation.get('chunk_id', '')))}"
                          f"</code></span><br>{esc(str(citation.get('text', ''))[:600])}</p>")
     return "".join(parts)
@@ -225,7 +224,7 @@ class DecisionForm(QFrame):
         self.note.clear()
         self.note.setPlaceholderText("note (required for “other”)")
         self.confirm.setText(verb)
-        colour = style.GREEN if approve else style.RED
+        colour = style.tones().good if approve else style.tones().bad
         self.setStyleSheet(f"DecisionForm {{ border: 1px solid {colour.name()}; border-radius: 4px; }}")
         self.show_error("")
         self.show()
@@ -270,7 +269,7 @@ class DecisionForm(QFrame):
         needs_note = self.reason.currentText() == OTHER and not self.note.text().strip()
         error = self._error
         if error:
-            self.hint.setText(f"<span style='color:{style.RED.name()}'>{esc(error)}</span>")
+            self.hint.setText(f"<span style='color:{style.tones().bad.name()}'>{esc(error)}</span>")
         elif self.saving:
             self.hint.setText("Saving the decision…")
         elif needs_note:
@@ -374,7 +373,7 @@ class ApprovalsPanel(QWidget):
             self.form.hide()
             self.form.item_id = -1
             self._form_closed()
-            verb_colour = STATUS_COLOURS[item.status].name()
+            verb_colour = style.tone(STATUS_TONES[item.status]).name()
             self._show_message(f"<span style='color:{verb_colour}'>#{item.id} {esc(decision_text(item))}</span>")
         if not had_selection:
             self._select(row)
@@ -385,6 +384,30 @@ class ApprovalsPanel(QWidget):
     def current_item(self) -> ReviewItem | None:
         index = self.table.currentIndex()
         return self.model.record(index.row()) if index.isValid() and index.row() < self.model.rowCount() else None
+
+    def select_next(self) -> None:
+        self._step(+1)
+
+    def select_previous(self) -> None:
+        self._step(-1)
+
+    def select_next_pending(self) -> bool:
+        """The next pending item after the selected one (wrapping round); False when none waits."""
+        rows = self.model.rowCount()
+        start = self.table.currentIndex().row()
+        for offset in range(1, rows + 1):
+            row = (start + offset) % rows
+            if self.model.record(row).pending:
+                self._select(row)
+                return True
+        return False
+
+    def _step(self, delta: int) -> None:
+        row = self.table.currentIndex().row()
+        self._select(min(max(row + delta, 0), self.model.rowCount() - 1) if row >= 0 else 0)
+
+    def focus_target(self) -> QWidget:
+        return self.table
 
     def select_item(self, item_id: int) -> bool:
         row = self.model.row_of(item_id)
@@ -414,7 +437,7 @@ class ApprovalsPanel(QWidget):
         if self.form.item_id == item_id:
             self.form.failed(message)
         else:
-            self._show_message(f"<span style='color:{style.RED.name()}'>#{item_id}: {esc(message)}</span>")
+            self._show_message(f"<span style='color:{style.tones().bad.name()}'>#{item_id}: {esc(message)}</span>")
         self._refresh_buttons()
 
     # --- state -----------------------------------------------------------------------------
@@ -481,6 +504,9 @@ class ApprovalsPanel(QWidget):
                 continue
             width = max(self.table.sizeHintForColumn(column), header.sectionSizeHint(column))
             header.resizeSection(column, min(width, MAX_COLUMN_WIDTH.get(column, 200)))
+
+    def needs_attention(self) -> bool:
+        return self.model.count(ReviewStatus.PENDING) > 0
 
     def tab_title(self) -> str:
         pending = self.model.count(ReviewStatus.PENDING)

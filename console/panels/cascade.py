@@ -71,7 +71,7 @@ def bar_swatch(colour: QColor) -> QPixmap:
 
 def theta_swatch() -> QPixmap:
     def draw(painter: QPainter) -> None:
-        pen = QPen(style.RED, 2)
+        pen = QPen(style.tones().bad, 2)
         pen.setStyle(Qt.PenStyle.DashLine)
         painter.setPen(pen)
         painter.drawLine(0, 6, 18, 6)
@@ -80,8 +80,8 @@ def theta_swatch() -> QPixmap:
 
 def fired_swatch() -> QPixmap:
     def draw(painter: QPainter) -> None:
-        painter.setPen(QPen(style.RED))
-        painter.setBrush(style.RED)
+        painter.setPen(QPen(style.tones().bad))
+        painter.setBrush(style.tones().bad)
         painter.drawPolygon(QPolygonF([QPointF(9, 1), QPointF(15, 11), QPointF(3, 11)]))
     return _swatch(draw)
 
@@ -138,7 +138,7 @@ class CascadePanel(QWidget):
         self.hint.setWordWrap(True)
         self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.hint.setFont(style.scaled_font(self.font(), 1.1))
-        self.hint.setStyleSheet(f"color: {style.GREY.name()}; background: white; border: 1px solid #d0d0d0;")
+        self.hint.setStyleSheet(f"QLabel {{ {style.fg('muted')}; {style.bg('base')}; border: 1px solid {style.tones().grid.name()}; }}")
         self.plot_stack = QStackedWidget()
         self.plot_stack.addWidget(self.hint)
         self.plot_stack.addWidget(self.plot)
@@ -172,7 +172,7 @@ class CascadePanel(QWidget):
         self.outcome_label.setFont(style.scaled_font(self.font(), 1.05, bold=True))
         self.reason_label = _plain_label()
         self.stages_model: RecordTableModel[StageRow] = RecordTableModel(
-            STAGE_COLUMNS, self, row_background=lambda r: style.FIRED_BACKGROUND if r.score.fired else None)
+            STAGE_COLUMNS, self, row_background=lambda r: style.tones().bad_tint if r.score.fired else None)
         self.stages_table = _table(self.stages_model)
         stage_header = self.stages_table.horizontalHeader()
         stage_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -205,7 +205,7 @@ class CascadePanel(QWidget):
         self.strip.setTextElideMode(Qt.TextElideMode.ElideRight)
 
     def _build_plot(self) -> None:
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = pg.PlotWidget(background=style.tones().base)
         self.plot.setMinimumHeight(200)
         item = self.plot.getPlotItem()
         item.setMenuEnabled(False)
@@ -214,10 +214,9 @@ class CascadePanel(QWidget):
         self.tick_font = style.scaled_font(self.plot.font(), 0.9)      # stage names fit under slimmer groups
         for name in ("left", "bottom"):
             axis = item.getAxis(name)
-            axis.setPen(pg.mkPen("#8a8a8a"))
-            axis.setTextPen(pg.mkPen("#333333"))
             axis.setStyle(tickFont=self.tick_font)
-        item.getAxis("left").setLabel("Score", color="#333333")
+        item.getAxis("left").setLabel("Score")
+        style.style_plot(self.plot)
         # Room for two-line stage labels from the start: grown on demand, the axis clips them until a repaint.
         bottom = item.getAxis("bottom")
         bottom.setHeight(2 * QFontMetrics(self.tick_font).lineSpacing() + bottom.style["tickTextOffset"][1]
@@ -228,7 +227,7 @@ class CascadePanel(QWidget):
         self.view_box.setMouseEnabled(x=False, y=False)
         self.view_box.setYRange(Y_BOTTOM, Y_TOP, padding=0)
         self.view_box.sigResized.connect(self._fit_x)
-        self.fired_tint = pg.BarGraphItem(x=[], height=[], width=0.96, brush=pg.mkBrush(style.FIRED_BACKGROUND),
+        self.fired_tint = pg.BarGraphItem(x=[], height=[], width=0.96, brush=pg.mkBrush(style.tones().bad_tint),
                                           pen=pg.mkPen(None))
         self.fired_tint.setZValue(-10)
         item.addItem(self.fired_tint)
@@ -238,16 +237,31 @@ class CascadePanel(QWidget):
                                   pen=pg.mkPen(QColor(series.colour).darker(130)), name=series.name)
             item.addItem(bar)
             self.bars[series.name] = bar
-        self.fired_marks = pg.ScatterPlotItem(symbol="t1", size=14, pen=pg.mkPen(style.RED),
-                                              brush=pg.mkBrush(style.RED))
+        self.fired_marks = pg.ScatterPlotItem(symbol="t1", size=14, pen=pg.mkPen(style.tones().bad),
+                                              brush=pg.mkBrush(style.tones().bad))
         item.addItem(self.fired_marks)
         self.theta_line = pg.InfiniteLine(
-            pos=self.theta, angle=0, movable=False, pen=pg.mkPen(style.RED, width=1.5, style=Qt.PenStyle.DashLine),
+            pos=self.theta, angle=0, movable=False, pen=pg.mkPen(style.tones().bad, width=1.5, style=Qt.PenStyle.DashLine),
             label=self._theta_text(),
-            labelOpts={"position": 1.0, "anchors": [(1, 1), (1, 1)], "color": style.RED,
-                       "fill": pg.mkBrush(255, 255, 255, 220)})
+            labelOpts={"position": 1.0, "anchors": [(1, 1), (1, 1)], "color": style.tones().bad,
+                       "fill": pg.mkBrush(style.plot_tip_fill())})
         self.theta_line.setZValue(5)
         item.addItem(self.theta_line, ignoreBounds=True)
+        style.theme_signals().sig_changed.connect(self._apply_theme)
+
+    def _apply_theme(self, _scheme=None) -> None:
+        """The scheme changed: axes, bars, markers and θ take its colours."""
+        t = style.tones()
+        style.style_plot(self.plot)
+        self.fired_tint.setOpts(brush=pg.mkBrush(t.bad_tint))
+        for series in SERIES:
+            self.bars[series.name].setOpts(brush=pg.mkBrush(series.colour), pen=pg.mkPen(series.colour.darker(130)))
+        self.fired_marks.setPen(pg.mkPen(t.bad))
+        self.fired_marks.setBrush(pg.mkBrush(t.bad))
+        self.theta_line.setPen(pg.mkPen(t.bad, width=1.5, style=Qt.PenStyle.DashLine))
+        self.theta_line.label.setColor(t.bad)
+        self.theta_line.label.fill = pg.mkBrush(style.plot_tip_fill())
+        self.hint.setStyleSheet(f"QLabel {{ {style.fg('muted')}; {style.bg('base')}; border: 1px solid {t.grid.name()}; }}")
 
     def _build_legend(self) -> QWidget:
         """Under the plot, not on it: a legend inside the view would cover bars near 1."""
@@ -405,6 +419,9 @@ class CascadePanel(QWidget):
         """Questions in the strip whose mitigation failed: their answers wait for review."""
         return sum(r.halted for r in self._records.values())
 
+    def needs_attention(self) -> bool:
+        return self.halted_count() > 0
+
     def tab_title(self) -> str:
         halted = self.halted_count()
         return f"Cascade ({halted} halted)" if halted else "Cascade"
@@ -456,15 +473,15 @@ class CascadePanel(QWidget):
     def _refresh_outcome(self, record: QuestionCascade | None) -> None:
         outcome = record.outcome if record is not None else None
         if record is None:
-            text, colour = "", style.GREY
+            text, colour = "", style.tones().muted
         elif outcome is None:
             text = ("Not watched by the cascade monitor" if record.answered
                     else f"Running: {len(record.scores)} stage(s) scored so far")
-            colour = style.GREY
+            colour = style.tones().muted
         elif not outcome.fired:
-            text, colour = f"✓ No cascade: every stage stayed below {self._theta_text()}", style.GREEN
+            text, colour = f"✓ No cascade: every stage stayed below {self._theta_text()}", style.tones().good
         else:
-            text, colour = f"⚠ {outcome_text(outcome)}", style.RED if outcome.halted else style.AMBER
+            text, colour = f"⚠ {outcome_text(outcome)}", style.tones().bad if outcome.halted else style.tones().warn
         self.outcome_label.setText(text)
         self.outcome_label.setStyleSheet(f"color: {colour.name()}")
         self.outcome_label.setVisible(bool(text))

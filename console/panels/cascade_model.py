@@ -23,17 +23,21 @@ from .trust import time_text
 @dataclass(frozen=True)
 class Series:
     name: str
-    colour: str
+    position: int                   # its colour is the theme's series[position]
     value: Callable[[StageScore], float]
     meaning: str
+
+    @property
+    def colour(self) -> QColor:
+        return QColor(style.tones().series[self.position])
 
 
 # None of them red: red is kept for θ and for fired stages.
 SERIES = (
-    Series("SFV", "#1f77b4", lambda s: s.a_sfv, "stage-level fact verification against the consensus pool"),
-    Series("CSCT", "#ff7f0e", lambda s: s.a_csct, "drift from the question and the trajectory so far"),
-    Series("CPM", "#2ca02c", lambda s: s.a_cpm, "confidence above what the stage's evidence supports"),
-    Series("CRT p", "#5e3c99", lambda s: s.p, "the monitors' weighted sum, compared with θ"),
+    Series("SFV", 0, lambda s: s.a_sfv, "stage-level fact verification against the consensus pool"),
+    Series("CSCT", 1, lambda s: s.a_csct, "drift from the question and the trajectory so far"),
+    Series("CPM", 2, lambda s: s.a_cpm, "confidence above what the stage's evidence supports"),
+    Series("CRT p", 3, lambda s: s.p, "the monitors' weighted sum, compared with θ"),
 )
 
 
@@ -94,20 +98,20 @@ def status_text(record: QuestionCascade) -> str:
 
 def status_colour(record: QuestionCascade) -> QColor | None:
     if record.halted:
-        return style.RED
+        return style.tones().bad
     if record.fired:
-        return style.AMBER
-    return style.GREEN if record.outcome is not None else style.GREY
+        return style.tones().warn
+    return style.tones().good if record.outcome is not None else style.tones().muted
 
 
 STRIP_COLUMNS: tuple[Column[QuestionCascade], ...] = (
     Column("Time", lambda r: time_text(r.at) if r.at else ""),
     Column("Question", question_text),
     Column("Max p", lambda r: "—" if r.max_p is None else f"{r.max_p:.2f}", align=RIGHT,
-           foreground=lambda r: style.RED if r.fired else None, bold=lambda r: r.fired,
+           foreground=lambda r: style.tones().bad if r.fired else None, bold=lambda r: r.fired,
            header_tooltip="The highest CRT p over the question's stages"),
     Column("Fired", lambda r: "yes" if r.fired else ("no" if r.outcome is not None else ""), align=CENTER,
-           foreground=lambda r: style.RED if r.fired else None, bold=lambda r: r.fired),
+           foreground=lambda r: style.tones().bad if r.fired else None, bold=lambda r: r.fired),
     Column("Type", lambda r: type_text(r.cascade_type) if r.fired else "—"),
     Column("Mitigation", lambda r: r.outcome.mitigation.value if r.outcome is not None and r.fired else "—"),
     Column("Outcome", status_text, foreground=status_colour, bold=lambda r: r.halted),
@@ -139,7 +143,7 @@ def _score_column(title: str, value: Callable[[StageScore], float], tip: str) ->
 
 STAGE_COLUMNS: tuple[Column[StageRow], ...] = (
     Column("Stage", lambda r: stage_label(r.score.index, r.score.stage, r.score.hop, r.score.attempt),
-           foreground=lambda r: style.RED if r.score.fired else None, bold=lambda r: r.score.fired),
+           foreground=lambda r: style.tones().bad if r.score.fired else None, bold=lambda r: r.score.fired),
     *(_score_column(s.name, s.value, s.meaning) for s in SERIES),
     Column("Conf.", lambda r: "—" if r.confidence is None else f"{r.confidence:.0%}", align=RIGHT,
            header_tooltip="The stage's own confidence (from the answer's stage results)"),

@@ -81,7 +81,7 @@ def agents_tooltip(row: PassageRow) -> str:
 
 PASSAGE_COLUMNS: tuple[Column[PassageRow], ...] = (
     Column("Status", lambda r: r.status, bold=lambda r: True,
-           foreground=lambda r: style.RED if r.kept_out else style.GREEN,
+           foreground=lambda r: style.tones().bad if r.kept_out else style.tones().good,
            tooltip=lambda r: ("kept out of the context: the generators never saw it" if r.kept_out
                               else "in the context the generators answered from")),
     Column("Flags", lambda r: ", ".join(r.flags), value=lambda r: r.flags, tooltip=lambda r: flags_tooltip(r.flags),
@@ -106,7 +106,7 @@ PASSAGE_NOTE_COLUMN = len(PASSAGE_COLUMNS) - 1
 
 
 def kept_out_background(row: PassageRow):
-    return style.KEPT_OUT_BACKGROUND if row.kept_out else None
+    return style.tones().bad_tint if row.kept_out else None
 
 
 def claims_summary(candidate: Candidate) -> str:
@@ -121,16 +121,16 @@ def failing(candidate: Candidate) -> bool:
 CANDIDATE_COLUMNS: tuple[Column[Candidate], ...] = (
     Column("Agent", lambda c: c.agent_id, bold=lambda c: True),
     Column("Support", lambda c: f"{c.support_rate:.0%}", align=RIGHT, bold=lambda c: True,
-           foreground=lambda c: style.RED if failing(c) else style.GREEN,
+           foreground=lambda c: style.tones().bad if failing(c) else style.tones().good,
            header_tooltip="Share of its claims that the passages it cites back"),
     Column("Claims backed", claims_summary, align=RIGHT),
     Column("Credibility", lambda c: f"{c.credibility:.2f}", align=RIGHT,
            header_tooltip="How far the engine trusts this candidate: support, agreement and the agent's reputation"),
     Column("Agrees with", lambda c: ", ".join(c.agreeing) or "no one",
-           foreground=lambda c: None if c.agreeing else style.GREY),
+           foreground=lambda c: None if c.agreeing else style.tones().muted),
     Column("Challenge", lambda c: CHALLENGE_WORDS.get(c.challenge_outcome, "—"),
-           foreground=lambda c: style.RED if c.challenge_outcome and c.challenge_outcome.failed else
-           (style.GREEN if c.challenge_outcome is ChallengeOutcome.PASSED else style.GREY),
+           foreground=lambda c: style.tones().bad if c.challenge_outcome and c.challenge_outcome.failed else
+           (style.tones().good if c.challenge_outcome is ChallengeOutcome.PASSED else style.tones().muted),
            tooltip=lambda c: c.challenge or "not challenged: every claim was supported",
            header_tooltip="Asked to show the evidence for a doubtful claim: could it?"),
     Column("Answer", lambda c: c.generation.answer or "(no answer)", tooltip=lambda c: c.generation.answer),
@@ -143,17 +143,17 @@ def check_mark(supported: bool) -> str:
 
 CHECK_COLUMNS = (
     Column("", lambda k: check_mark(k.supported), align=CENTER, bold=lambda k: True,
-           foreground=lambda k: style.GREEN if k.supported else style.RED,
+           foreground=lambda k: style.tones().good if k.supported else style.tones().bad,
            tooltip=lambda k: "supported by its citations" if k.supported else "not supported",
            header_tooltip="Supported by the passages it cites"),
     Column("Verdict", lambda k: k.label.value.replace("_", " "), bold=lambda k: True,
-           foreground=lambda k: style.GREEN if k.supported else style.RED,
+           foreground=lambda k: style.tones().good if k.supported else style.tones().bad,
            header_tooltip="supported, refuted (the evidence says otherwise) or not enough evidence"),
     Column("Claim", lambda k: k.claim.text + ("" if k.origin == "declared" else "  (split from the answer)"),
            tooltip=lambda k: k.claim.text),
     Column("Coverage", lambda k: f"{k.coverage:.0%}", align=RIGHT,
            header_tooltip="Share of the claim's content words found in its cited passages"),
-    Column("Reason", lambda k: k.reason, foreground=lambda k: None if k.supported else style.RED,
+    Column("Reason", lambda k: k.reason, foreground=lambda k: None if k.supported else style.tones().bad,
            tooltip=lambda k: k.reason),
     Column("Cites", lambda k: ", ".join(k.claim.citations) or "—"),
 )
@@ -218,8 +218,8 @@ class FlagChipsDelegate(QStyledItemDelegate):
 def flag_chips_html(flags: Iterable[str]) -> str:
     chips = []
     for flag in flags:
-        background, text = style.FLAG_CHIPS.get(flag, style.OTHER_FLAG_CHIP)
-        chips.append(f"<span style='background:{background}; color:{text}; font-weight:bold'>&nbsp;{esc(flag)}&nbsp;</span>")
+        background, text = style.flag_chip_colours(flag)
+        chips.append(f"<span style='{style.css_background(background)}; {style.css(text)}; font-weight:bold'>&nbsp;{esc(flag)}&nbsp;</span>")
     return " ".join(chips)
 
 
@@ -249,26 +249,26 @@ def diff_html(original: str, changed: str) -> str:
             out.append(esc(" ".join(new[j1:j2])))
             continue
         if i2 > i1:
-            out.append(f"<s style='color:#777'>{esc(' '.join(old[i1:i2]))}</s>")
+            out.append(f"<s style='{style.fg('muted')}'>{esc(' '.join(old[i1:i2]))}</s>")
         if j2 > j1:
-            out.append(f"<span style='background:#ffcdd2; color:#b71c1c; font-weight:bold'>"
+            out.append(f"<span style='{style.bg('highlight_tint')}; {style.fg('bad')}; font-weight:bold'>"
                        f"{esc(' '.join(new[j1:j2]))}</span>")
     return " ".join(out)
 
 
 def passage_html(row: PassageRow, reference: ContextChunk | None = None) -> str:
     chunk, explanation = row.passage.chunk, row.passage.explanation
-    colour = style.RED.name() if row.kept_out else style.GREEN.name()
+    colour = style.tones().bad.name() if row.kept_out else style.tones().good.name()
     parts = [f"<h3 style='margin:0'>{esc(chunk.title or chunk.id)}</h3>",
-             f"<p style='color:#555; margin-top:4px'>Source: {esc(chunk.source or 'unknown')}"
+             f"<p style='{style.fg('muted')}; margin-top:4px'>Source: {esc(chunk.source or 'unknown')}"
              f"<br>Chunk: <code>{esc(chunk.id)}</code></p>",
              f"<p><b style='color:{colour}'>{row.status.upper()}</b> {flag_chips_html(row.flags)}"]
     if row.note:
         parts.append(f"<br><b>Why:</b> {esc(row.note)}")
     parts.append("</p>")
     if reference is not None:
-        parts.append(f"<p style='color:#555'>Changes from the text in context "
-                     f"(<s>original</s> <span style='background:#ffcdd2; color:#b71c1c'>edited</span>):</p>"
+        parts.append(f"<p style='{style.fg('muted')}'>Changes from the text in context "
+                     f"(<s>original</s> <span style='{style.bg('highlight_tint')}; {style.fg('bad')}'>edited</span>):</p>"
                      f"<p>{diff_html(reference.chunk.text, chunk.text)}</p>")
     else:
         parts.append(f"<p style='white-space:pre-wrap'>{esc(chunk.text)}</p>")
@@ -283,15 +283,15 @@ def passage_html(row: PassageRow, reference: ContextChunk | None = None) -> str:
                   f"cluster {explanation.cluster if explanation.cluster >= 0 else 'none'}"]
     else:
         facts.append(f"score {row.passage.score:.4f}")
-    parts.append(f"<p style='color:#555'>{' · '.join(facts)}</p>")
+    parts.append(f"<p style='{style.fg('muted')}'>{' · '.join(facts)}</p>")
     return "".join(parts)
 
 
 def candidate_html(candidate: Candidate) -> str:
     generation = candidate.generation
-    colour = style.RED.name() if failing(candidate) else style.GREEN.name()
+    colour = style.tones().bad.name() if failing(candidate) else style.tones().good.name()
     parts = [f"<h3 style='margin:0'>{esc(candidate.agent_id)}</h3>",
-             f"<p style='color:#555; margin-top:4px'>support <b style='color:{colour}'>{candidate.support_rate:.0%}</b>"
+             f"<p style='{style.fg('muted')}; margin-top:4px'>support <b style='color:{colour}'>{candidate.support_rate:.0%}</b>"
              f" · claims backed {claims_summary(candidate)} · credibility {candidate.credibility:.2f}"
              f" · confidence {generation.confidence:.2f}"
              f" · agrees with {esc(', '.join(candidate.agreeing) or 'no one')}</p>",
@@ -300,38 +300,38 @@ def candidate_html(candidate: Candidate) -> str:
         parts.append("<p><b>Reasoning</b></p><ul>" + "".join(f"<li>{esc(step)}</li>" for step in generation.reasoning)
                      + "</ul>")
     if candidate.checks:
-        parts.append("<p style='color:#555'>Select a claim to read the passages it cites.</p>")
+        parts.append(f"<p style='{style.fg('muted')}'>Select a claim to read the passages it cites.</p>")
     return "".join(parts)
 
 
 def claim_check_html(check, passages: Mapping[str, PassageRow]) -> str:
-    colour = style.GREEN.name() if check.supported else style.RED.name()
+    colour = style.tones().good.name() if check.supported else style.tones().bad.name()
     verdict = "SUPPORTED" if check.supported else "NOT SUPPORTED"
     parts = [f"<p style='font-size:large; margin:0'>{esc(check.claim.text)}</p>",
              f"<p><b style='color:{colour}'>{check_mark(check.supported)} {verdict}</b>"
              f" · coverage {check.coverage:.0%}" + (f" · {esc(check.reason)}" if check.reason else "") + "</p>"]
     if not check.claim.citations:
-        parts.append("<p style='color:#555'>The claim cites no passage.</p>")
+        parts.append(f"<p style='{style.fg('muted')}'>The claim cites no passage.</p>")
     for chunk_id in check.claim.citations:
         row = passages.get(chunk_id)
         if row is None:
-            parts.append(f"<p><b>[{esc(chunk_id)}]</b> <span style='color:{style.RED.name()}'>"
+            parts.append(f"<p><b>[{esc(chunk_id)}]</b> <span style='color:{style.tones().bad.name()}'>"
                          f"was not among the passages the fleet retrieved</span></p>")
             continue
-        where = ("<span style='color:%s'>kept out</span>" % style.RED.name()) if row.kept_out else "in context"
+        where = ("<span style='color:%s'>kept out</span>" % style.tones().bad.name()) if row.kept_out else "in context"
         parts.append(f"<p><b>[{esc(chunk_id)}]</b> {esc(row.passage.chunk.title)} — {where}</p>"
-                     f"<p style='white-space:pre-wrap; color:#333'>{esc(row.passage.chunk.text)}</p>")
+                     f"<p style='white-space:pre-wrap; {style.fg('text')}'>{esc(row.passage.chunk.text)}</p>")
     return "".join(parts)
 
 
 def outcome_html(outcome: AgentOutcome) -> str:
     colour = style.call_status_colour(outcome.status).name()
     parts = [f"<h3 style='margin:0'>{esc(outcome.agent_id)}</h3>",
-             f"<p style='color:#555; margin-top:4px'>{outcome.role.value} · "
+             f"<p style='{style.fg('muted')}; margin-top:4px'>{outcome.role.value} · "
              f"<b style='color:{colour}'>{outcome.status.value}</b> · {outcome.latency_ms:,.0f} ms"
              f" · {outcome.n_items} item(s)</p>"]
     if outcome.error:
-        parts.append(f"<p style='white-space:pre-wrap; color:{style.RED.name()}'>{esc(outcome.error)}</p>")
+        parts.append(f"<p style='white-space:pre-wrap; color:{style.tones().bad.name()}'>{esc(outcome.error)}</p>")
     return "".join(parts)
 
 

@@ -75,7 +75,7 @@ FLEET_COLUMNS: tuple[Column[AgentView], ...] = (
     Column("Kind / backend", kind_text),
     Column("Fault profile", lambda v: v.spec.fault.kind.value,
            foreground=lambda v: style.fault_colour(v.spec.fault.kind),
-           background=lambda v: None if v.spec.fault.kind is FaultKind.NONE else style.FAULT_BACKGROUND,
+           background=lambda v: None if v.spec.fault.kind is FaultKind.NONE else style.tones().bad_tint,
            bold=lambda v: v.spec.fault.kind is not FaultKind.NONE, tooltip=fault_tooltip),
     Column("Status", lambda v: v.state.value, foreground=lambda v: style.agent_state_colour(v.state),
            bold=lambda v: v.state in (AgentState.UP, AgentState.DOWN), tooltip=status_tooltip),
@@ -89,9 +89,9 @@ FLEET_COLUMNS: tuple[Column[AgentView], ...] = (
     Column("Latency (ms)", latency_text, align=RIGHT, header_tooltip="The agent's last call"),
     Column("Trust level", lambda v: v.spec.trust.value, header_tooltip="The trust level the fleet file declares"),
     Column("Reliability", reliability_text, align=RIGHT,
-           foreground=lambda v: style.RED if (v.reliability is not None and v.reliability < 0.5) else None),
+           foreground=lambda v: style.tones().bad if (v.reliability is not None and v.reliability < 0.5) else None),
     Column("Detail", lambda v: v.detail or v.url, tooltip=lambda v: v.detail,
-           foreground=lambda v: style.RED if v.state is AgentState.DOWN else style.GREY),
+           foreground=lambda v: style.tones().bad if v.state is AgentState.DOWN else style.tones().muted),
 )
 STATUS_COLUMN, SCORE_COLUMN, STANDING_COLUMN = 4, 5, 6
 AGENT_COLUMN, DETAIL_COLUMN = 0, len(FLEET_COLUMNS) - 1
@@ -110,7 +110,7 @@ def columns_with_suspects(suspects: dict[str, str], icon) -> tuple[Column[AgentV
         tooltip=lambda v: f"suspected: {suspects[v.spec.id]}" if suspect(v) else agent.tooltip(v))
     columns[DETAIL_COLUMN] = dataclasses.replace(
         detail, text=lambda v: f"{SUSPECT_PREFIX}{suspects[v.spec.id]}" if suspect(v) else detail.text(v),
-        foreground=lambda v: style.RED if suspect(v) else detail.foreground(v),
+        foreground=lambda v: style.tones().bad if suspect(v) else detail.foreground(v),
         bold=suspect,
         tooltip=lambda v: (f"Named as a suspect by the latest answer: {suspects[v.spec.id]}"
                            + (f"\n{v.detail}" if v.detail else "")) if suspect(v) else detail.tooltip(v))
@@ -320,6 +320,15 @@ class FleetPanel(QWidget):
         self.dialog.open()
         return self.dialog
 
+    def quarantine_selected(self) -> TrustActionDialog | None:
+        return self.open_dialog(TrustAction.QUARANTINE)
+
+    def release_selected(self) -> TrustActionDialog | None:
+        return self.open_dialog(TrustAction.RELEASE)
+
+    def focus_target(self) -> QWidget:
+        return self.table
+
     def context_menu(self, row: int) -> QMenu:
         """'Quarantine ID…' and 'Release ID…' for the agent on this row (selecting it), each enabled if it applies."""
         self.table.setCurrentIndex(self.model.index(row, 0))
@@ -342,14 +351,14 @@ class FleetPanel(QWidget):
 
     def _on_saved(self, agent_id: str, action: str) -> None:
         done = TrustAction(action).done
-        self.message.setStyleSheet(f"color: {(style.RED if action == 'quarantine' else style.AMBER).name()}")
+        self.message.setStyleSheet(f"color: {(style.tones().bad if action == 'quarantine' else style.tones().warn).name()}")
         self.message.setText(f"{agent_id} {done} by {self._service.operator}")
         self.message.setToolTip(self.message.text())
         self._refresh_buttons()
 
     def _on_trust_failed(self, agent_id: str, why: str) -> None:
         if self.dialog is None or not self.dialog.isVisible():      # the dialog shows its own failures
-            self.message.setStyleSheet(f"color: {style.RED.name()}")
+            self.message.setStyleSheet(f"color: {style.tones().bad.name()}")
             self.message.setText(f"{agent_id}: {why}")
             self.message.setToolTip(self.message.text())
 

@@ -204,6 +204,9 @@ class GatewayPanel(QWidget):
         self._show_details()
         self.sig_counts_changed.emit(self.blocked_count())
 
+    def needs_attention(self) -> bool:
+        return self.blocked_count() > 0
+
     def tab_title(self) -> str:
         blocked = self.blocked_count()
         return f"Gateway ({blocked} blocked)" if blocked else "Gateway"

@@ -30,25 +30,25 @@ CELL_CHARS = 160              # a cell's text is cut here (the details pane has 
 
 # action -> (label, colour, what it means)
 ACTIONS = {
-    "block": ("blocked", style.RED, "Stopped: the message never reached its target. Audited, and counted against "
+    "block": ("blocked", style.tones().bad, "Stopped: the message never reached its target. Audited, and counted against "
                                     "the agent that carried it."),
-    "escalate": ("escalated", style.AMBER, "Held for a person: it passes only after an operator approves "
+    "escalate": ("escalated", style.tones().warn, "Held for a person: it passes only after an operator approves "
                                            "(Approvals tab)."),
-    "sanitise": ("sanitised", style.BLUE, "Passed with hidden characters and markup removed."),
+    "sanitise": ("sanitised", style.tones().info, "Passed with hidden characters and markup removed."),
 }
 ACTION_ORDER = ("block", "escalate", "sanitise")
 
 
 def action_label(action: str) -> str:
-    return ACTIONS.get(action, (action, style.GREY, ""))[0]
+    return ACTIONS.get(action, (action, style.tones().muted, ""))[0]
 
 
 def action_colour(action: str) -> QColor:
-    return ACTIONS.get(action, ("", style.GREY, ""))[1]
+    return ACTIONS.get(action, ("", style.tones().muted, ""))[1]
 
 
 def action_meaning(action: str) -> str:
-    return ACTIONS.get(action, ("", style.GREY, ""))[2]
+    return ACTIONS.get(action, ("", style.tones().muted, ""))[2]
 
 
 def visible(text: str) -> str:

@@ -105,16 +105,16 @@ class ReasonDialog(QDialog):
         self.heading.setFont(style.scaled_font(self.font(), 1.1, bold=True))
         self.consequence = plain_label(consequence)
         self.consequence.setMinimumWidth(DIALOG_WIDTH)
-        frame = style.RED if danger else style.GREEN
+        frame = style.tones().bad if danger else style.tones().good
         self.consequence.setStyleSheet(f"QLabel {{ border-left: 4px solid {frame.name()}; padding: 4px 8px; "
-                                       f"background: #fafafa; }}")
+                                       f"{style.bg('neutral_tint')}; }}")
         self.reason = QLineEdit()
         self.reason.setPlaceholderText(placeholder)
         self.reason.setClearButtonEnabled(True)
         reason_label = QLabel("&Reason (required):")
         reason_label.setBuddy(self.reason)
         self.hint = plain_label()
-        self.hint.setStyleSheet(f"color: {style.GREY.name()}")
+        self.hint.setStyleSheet(f"color: {style.tones().muted.name()}")
         self._operator = operator
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.ok_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -256,7 +256,7 @@ class RollbackDialog(ReasonDialog):
         more = f" and {len(going) - 6} more" if len(going) > 6 else ""
         self.preview.setText(f"Rolls back {len(going)} entr{'y' if len(going) == 1 else 'ies'}"
                              + (f": {names}{more}." if going else " (nothing was written after that point)."))
-        self.preview.setStyleSheet(f"color: {(style.RED if going else style.GREY).name()}")
+        self.preview.setStyleSheet(f"color: {(style.tones().bad if going else style.tones().muted).name()}")
 
     def confirm(self) -> None:
         self.sig_rollback.emit(self.snapshot_id(), self.trace_id(), self.reason_text())
@@ -279,7 +279,7 @@ class MemoryPanel(QWidget):
         self.spread_model = SpreadModel(self)
 
         self.summary = plain_label()                   # totals, under the snapshots
-        self.summary.setStyleSheet(f"color: {style.GREY.name()}")
+        self.summary.setStyleSheet(f"color: {style.tones().muted.name()}")
         self.snapshot_button = QToolButton()
         self.snapshot_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
         self.snapshot_action = QAction("Snapshot now", self)
@@ -497,7 +497,7 @@ class MemoryPanel(QWidget):
         return self._open(dialog)
 
     def rollback(self, namespace: str, snapshot_id: int | None, trace_id: str, reason: str) -> None:
-        say(self.message, f"Rolling {namespace} back…", style.GREY)
+        say(self.message, f"Rolling {namespace} back…", style.tones().muted)
         self._service.memory.rollback(namespace, snapshot_id=snapshot_id, before_trace=trace_id or None, reason=reason)
 
     def open_status_dialog(self, quarantine: bool) -> ReasonDialog | None:
@@ -524,11 +524,11 @@ class MemoryPanel(QWidget):
         return self._open(dialog)
 
     def quarantine(self, entry_id: int, reason: str) -> None:
-        say(self.message, f"Quarantining #{entry_id}…", style.GREY)
+        say(self.message, f"Quarantining #{entry_id}…", style.tones().muted)
         self._service.memory.quarantine(entry_id, reason)
 
     def release(self, entry_id: int, reason: str) -> None:
-        say(self.message, f"Releasing #{entry_id}…", style.GREY)
+        say(self.message, f"Releasing #{entry_id}…", style.tones().muted)
         self._service.memory.release(entry_id, reason)
 
     def _open(self, dialog: ReasonDialog) -> ReasonDialog:
@@ -593,10 +593,10 @@ class MemoryPanel(QWidget):
 
     # --- results ---------------------------------------------------------------------------
     def _on_changed(self, result: object) -> None:
-        say(self.message, result_text(result), style.GREEN)
+        say(self.message, result_text(result), style.tones().good)
 
     def _on_failed(self, action: str, message: str) -> None:
-        say(self.message, message, style.RED)
+        say(self.message, message, style.tones().bad)
         if action == "spread":
             self.spread_title.setText("Who read it? " + message)
 

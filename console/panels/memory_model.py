@@ -26,16 +26,14 @@ CONTENT_CHARS = 200           # a content cell is cut here (the details pane has
 
 # status -> (label, colour, what it means)
 STATUSES = {
-    EntryStatus.ACTIVE: ("active", style.GREEN, "The version a read returns."),
-    EntryStatus.SUPERSEDED: ("superseded", style.GREY, "An older version: active again if the newer ones are "
+    EntryStatus.ACTIVE: ("active", "good", "The version a read returns."),
+    EntryStatus.SUPERSEDED: ("superseded", "muted", "An older version: active again if the newer ones are "
                                                        "taken out (rollback, quarantine)."),
-    EntryStatus.QUARANTINED: ("quarantined", style.RED, "Taken out by an operator or the engine: never read until "
+    EntryStatus.QUARANTINED: ("quarantined", "bad", "Taken out by an operator or the engine: never read until "
                                                         "released."),
-    EntryStatus.ROLLED_BACK: ("rolled back", style.AMBER, "Written after a rollback point: out of memory for good."),
+    EntryStatus.ROLLED_BACK: ("rolled back", "warn", "Written after a rollback point: out of memory for good."),
 }
 STATUS_ORDER = (EntryStatus.ACTIVE, EntryStatus.SUPERSEDED, EntryStatus.QUARANTINED, EntryStatus.ROLLED_BACK)
-QUARANTINED_BACKGROUND = QColor("#fde7e7")
-ROLLED_BACK_BACKGROUND = QColor("#f3f3f3")
 
 
 def status_label(status: EntryStatus) -> str:
@@ -43,7 +41,7 @@ def status_label(status: EntryStatus) -> str:
 
 
 def status_colour(status: EntryStatus) -> QColor:
-    return STATUSES[status][1]
+    return style.tone(STATUSES[status][1])
 
 
 def status_meaning(status: EntryStatus) -> str:
@@ -110,7 +108,7 @@ def result_text(result: object) -> str:
 # --- namespaces ---------------------------------------------------------------------------------
 def _count(colour: QColor):
     """A count column's colour: its status colour when there are any, grey for none."""
-    return lambda n: colour if n else style.GREY
+    return lambda n: colour if n else style.tones().muted
 
 
 NAMESPACE_COLUMNS: tuple[Column[NamespaceSummary], ...] = (
@@ -118,15 +116,15 @@ NAMESPACE_COLUMNS: tuple[Column[NamespaceSummary], ...] = (
            tooltip=lambda n: escaped_tooltip(f"{n.namespace}: {n.total} entry version(s), last written "
                                              f"{full_time(n.last_written_at)}"),
            header_tooltip="The agent that owns the namespace (an agent reads and writes its own only)"),
-    Column("Active", lambda n: str(n.active), align=RIGHT, foreground=lambda n: _count(style.GREEN)(n.active),
+    Column("Active", lambda n: str(n.active), align=RIGHT, foreground=lambda n: _count(style.tones().good)(n.active),
            header_tooltip=status_meaning(EntryStatus.ACTIVE)),
-    Column("Superseded", lambda n: str(n.superseded), align=RIGHT, foreground=lambda n: style.GREY,
+    Column("Superseded", lambda n: str(n.superseded), align=RIGHT, foreground=lambda n: style.tones().muted,
            header_tooltip=status_meaning(EntryStatus.SUPERSEDED)),
     Column("Quarantined", lambda n: str(n.quarantined), align=RIGHT,
-           foreground=lambda n: _count(style.RED)(n.quarantined), bold=lambda n: n.quarantined > 0,
+           foreground=lambda n: _count(style.tones().bad)(n.quarantined), bold=lambda n: n.quarantined > 0,
            header_tooltip=status_meaning(EntryStatus.QUARANTINED)),
     Column("Rolled back", lambda n: str(n.rolled_back), align=RIGHT,
-           foreground=lambda n: _count(style.AMBER)(n.rolled_back),
+           foreground=lambda n: _count(style.tones().warn)(n.rolled_back),
            header_tooltip=status_meaning(EntryStatus.ROLLED_BACK)),
 )
 
@@ -147,14 +145,14 @@ class NamespaceModel(RecordTableModel[NamespaceSummary]):
 # --- entries ------------------------------------------------------------------------------------
 def _entry_background(entry: MemoryEntry) -> QColor | None:
     if entry.status is EntryStatus.QUARANTINED:
-        return QUARANTINED_BACKGROUND
+        return style.tones().bad_tint
     if entry.status is EntryStatus.ROLLED_BACK:
-        return ROLLED_BACK_BACKGROUND
+        return style.tones().neutral_tint
     return None
 
 
 ENTRY_COLUMNS: tuple[Column[MemoryEntry], ...] = (
-    Column("#", lambda e: str(e.id), align=RIGHT, foreground=lambda e: style.GREY),
+    Column("#", lambda e: str(e.id), align=RIGHT, foreground=lambda e: style.tones().muted),
     Column("Key", lambda e: one_line(e.key, 60), bold=lambda e: e.active, tooltip=lambda e: escaped_tooltip(e.key)),
     Column("Ver", lambda e: f"v{e.version}", align=RIGHT),
     Column("Status", lambda e: status_label(e.status), foreground=lambda e: status_colour(e.status),
@@ -165,7 +163,7 @@ ENTRY_COLUMNS: tuple[Column[MemoryEntry], ...] = (
     Column("Written", lambda e: when_text(e.written_at), align=RIGHT,
            tooltip=lambda e: full_time(e.written_at)),
     Column("Score", lambda e: f"{e.screen_score:.2f}", align=RIGHT,
-           foreground=lambda e: style.AMBER if e.screen_score >= 0.3 else None,
+           foreground=lambda e: style.tones().warn if e.screen_score >= 0.3 else None,
            header_tooltip="The gateway's injection score when it was written (0 to 1; 0.5 blocks)"),
     Column("Content", lambda e: one_line(e.content, CONTENT_CHARS), tooltip=lambda e: escaped_tooltip(e.content)),
 )
@@ -188,7 +186,7 @@ class EntryModel(RecordTableModel[MemoryEntry]):
 
 # --- snapshots ----------------------------------------------------------------------------------
 SNAPSHOT_COLUMNS: tuple[Column[Snapshot], ...] = (
-    Column("#", lambda s: str(s.id), align=RIGHT, foreground=lambda s: style.GREY),
+    Column("#", lambda s: str(s.id), align=RIGHT, foreground=lambda s: style.tones().muted),
     Column("Label", lambda s: one_line(s.label, 40), tooltip=lambda s: escaped_tooltip(f"{s.label} by {s.created_by}")),
     Column("Taken", lambda s: when_text(s.at), align=RIGHT, tooltip=lambda s: full_time(s.at)),
     Column("Keeps", lambda s: f"≤ #{s.last_entry_id}", align=RIGHT,
@@ -260,7 +258,7 @@ def spread_summary(spread: Spread) -> str:
 
 SPREAD_COLUMNS: tuple[Column[SpreadLine], ...] = (
     Column("Time", lambda s: when_text(s.at), align=RIGHT, tooltip=lambda s: full_time(s.at)),
-    Column("What", lambda s: s.kind, foreground=lambda s: style.RED if s.kind == "wrote" else None,
+    Column("What", lambda s: s.kind, foreground=lambda s: style.tones().bad if s.kind == "wrote" else None,
            bold=lambda s: s.kind == "wrote",
            tooltip=lambda s: "A reader wrote this later in the same trace: it may carry the entry on" if s.kind == "wrote"
            else "The agent read the entry while serving this trace"),

@@ -41,17 +41,16 @@ from .trust_dialog import plain_label
 
 PARAMS_CHARS = 200
 WHY_WIDTH = 380               # pixels the why column starts at at most
-PENDING_BACKGROUND = QColor("#fff8e1")
 
 # status -> (colour, what it means)
 STATUSES = {
-    ToolStatus.REFUSED: (style.RED, "Refused: the matrix, the parameters or the gateway said no; nothing ran."),
-    ToolStatus.FAILED: (style.RED, "Allowed, but running it failed; nothing was done."),
-    ToolStatus.PENDING: (style.AMBER, "Waits for an operator: an outward action of an agent in approval mode, or "
+    ToolStatus.REFUSED: ("bad", "Refused: the matrix, the parameters or the gateway said no; nothing ran."),
+    ToolStatus.FAILED: ("bad", "Allowed, but running it failed; nothing was done."),
+    ToolStatus.PENDING: ("warn", "Waits for an operator: an outward action of an agent in approval mode, or "
                                       "held by the gateway."),
-    ToolStatus.DONE: (style.GREEN, "Ran."),
-    ToolStatus.APPROVED: (style.GREEN, "An operator approved it, and it ran."),
-    ToolStatus.REJECTED: (style.GREY, "An operator rejected it; nothing ran."),
+    ToolStatus.DONE: ("good", "Ran."),
+    ToolStatus.APPROVED: ("good", "An operator approved it, and it ran."),
+    ToolStatus.REJECTED: ("muted", "An operator rejected it; nothing ran."),
 }
 
 
@@ -60,7 +59,7 @@ SUMMARY_ORDER = (ToolStatus.PENDING, ToolStatus.APPROVED, ToolStatus.DONE, ToolS
 
 
 def status_colour(status: ToolStatus) -> QColor:
-    return STATUSES[status][0]
+    return style.tone(STATUSES[status][0])
 
 
 def params_text(params: Any, indent: int | None = None) -> str:
@@ -98,7 +97,7 @@ def call_details(call: ToolCall) -> str:
 
 
 TOOL_COLUMNS: tuple[Column[ToolCall], ...] = (
-    Column("#", lambda c: str(c.id), align=RIGHT, foreground=lambda c: style.GREY),
+    Column("#", lambda c: str(c.id), align=RIGHT, foreground=lambda c: style.tones().muted),
     Column("Time", lambda c: when_text(c.at), align=RIGHT, tooltip=lambda c: full_time(c.at)),
     Column("Agent", lambda c: one_line(c.agent_id, 40), bold=lambda c: True, tooltip=lambda c: escaped_tooltip(c.agent_id)),
     Column("Tool", lambda c: one_line(c.tool, 40),
@@ -115,7 +114,7 @@ ID_COLUMN, TIME_COLUMN, AGENT_COLUMN, TOOL_COLUMN, STATUS_COLUMN, WHY_COLUMN, PA
 class ToolCallsModel(RecordTableModel[ToolCall]):
     def __init__(self, parent=None) -> None:
         super().__init__(TOOL_COLUMNS, parent,
-                         row_background=lambda c: PENDING_BACKGROUND if c.status is ToolStatus.PENDING else None)
+                         row_background=lambda c: style.tones().warn_tint if c.status is ToolStatus.PENDING else None)
 
     def set_calls(self, pending: Iterable[ToolCall], calls: Iterable[ToolCall]) -> None:
         merged = {c.id: c for c in calls}
@@ -134,7 +133,7 @@ OUTBOX_COLUMNS: tuple[Column[OutboxMail], ...] = (
     Column("To", lambda m: one_line(m.recipient, 80), tooltip=lambda m: escaped_tooltip(m.recipient)),
     Column("Subject", lambda m: one_line(m.subject, 120), tooltip=lambda m: escaped_tooltip(m.subject)),
     Column("Body", lambda m: one_line(m.body, 160), tooltip=lambda m: escaped_tooltip(m.body)),
-    Column("Call", lambda m: f"#{m.tool_call_id}", align=RIGHT, foreground=lambda m: style.GREY,
+    Column("Call", lambda m: f"#{m.tool_call_id}", align=RIGHT, foreground=lambda m: style.tones().muted,
            header_tooltip="The tool call whose approval wrote it"),
 )
 
@@ -174,13 +173,13 @@ def _yes_no(flag: bool) -> str:
 
 PERMISSION_COLUMNS: tuple[Column[PermissionRow], ...] = (
     Column("Agent", lambda r: r.agent, bold=lambda r: True),
-    Column("Role", lambda r: r.role, foreground=lambda r: style.RED if r.role == "not in the fleet" else None),
-    Column("Tools", lambda r: r.tools, foreground=lambda r: style.GREY if r.tools == "—" else None,
+    Column("Role", lambda r: r.role, foreground=lambda r: style.tones().bad if r.role == "not in the fleet" else None),
+    Column("Tools", lambda r: r.tools, foreground=lambda r: style.tones().muted if r.tools == "—" else None,
            header_tooltip="allowed_tools: what it may ask for (messages are governed by can_send_to)"),
-    Column("Memory", lambda r: r.memory, foreground=lambda r: style.GREY if r.memory == "none" else None,
+    Column("Memory", lambda r: r.memory, foreground=lambda r: style.tones().muted if r.memory == "none" else None,
            header_tooltip="own: its own namespace only (there is no shared pool); none: no memory"),
     Column("Approval mode", lambda r: _yes_no(r.approval),
-           foreground=lambda r: style.GREEN if r.approval else style.AMBER,
+           foreground=lambda r: style.tones().good if r.approval else style.tones().warn,
            header_tooltip="yes: its outward actions (send_email) wait for an operator"),
     Column("Can send to", lambda r: r.can_send_to, tooltip=lambda r: escaped_tooltip(f"in this fleet: {r.sends_to}"),
            header_tooltip="Agent ids and role groups it may message (hover a cell: the agents they stand for)"),
@@ -217,7 +216,7 @@ class PermissionsDialog(QDialog):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
         self.policies = plain_label(policies_text(view))
-        self.policies.setStyleSheet(f"color: {style.GREY.name()}")
+        self.policies.setStyleSheet(f"color: {style.tones().muted.name()}")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
         layout = QVBoxLayout(self)
@@ -387,7 +386,7 @@ class ToolCallsPanel(QWidget):
         return dialog
 
     def decide(self, call_id: int, approve: bool, reason: str) -> None:
-        self._say(f"{'Approving' if approve else 'Rejecting'} #{call_id}…", style.GREY)
+        self._say(f"{'Approving' if approve else 'Rejecting'} #{call_id}…", style.tones().muted)
         self._service.tools.decide(call_id, approve, reason)
 
     def _dialog_closed(self, dialog: ReasonDialog) -> None:
@@ -402,11 +401,11 @@ class ToolCallsPanel(QWidget):
 
     def _on_changed(self, result: ToolCallResult) -> None:
         done = f" — {result.result}" if result.result else ""
-        colour = style.GREEN if result.status is ToolStatus.APPROVED else style.GREY
+        colour = style.tones().good if result.status is ToolStatus.APPROVED else style.tones().muted
         self._say(f"#{result.call_id} {result.tool} by {result.agent_id}: {result.why}{done}", colour)
 
     def _on_failed(self, call_id: int, message: str) -> None:
-        self._say(f"#{call_id}: {message}", style.RED)
+        self._say(f"#{call_id}: {message}", style.tones().bad)
 
     def open_trace(self) -> None:
         call = self.current_call()
@@ -462,6 +461,9 @@ class ToolCallsPanel(QWidget):
             self.summary.setText(f"No tool call yet · deciding as {self._service.operator}")
         self._show_details()
         self.sig_pending_changed.emit(pending)
+
+    def needs_attention(self) -> bool:
+        return self.pending_count() > 0
 
     def tab_title(self) -> str:
         pending = self.pending_count()

@@ -172,7 +172,7 @@ class TraceView(QDialog):
     def show_failure(self, trace_id: str, message: str) -> None:
         """The service could not show a trace: said in the window (when it is open)."""
         self.status.setText(message)
-        self.status.setStyleSheet(f"color: {style.RED.name()};")
+        self.status.setStyleSheet(f"color: {style.tones().bad.name()};")
 
     def _fill(self, lines: Sequence[TraceLine]) -> None:
         self.tree.clear()
@@ -214,7 +214,7 @@ class TraceView(QDialog):
             item.setFont(SUMMARY_COLUMN, bold)
         elif line.kind in ("audit", "parent"):
             for column in range(len(COLUMNS)):
-                item.setForeground(column, QBrush(style.GREY))
+                item.setForeground(column, QBrush(style.tones().muted))
         if line.kind == "question":
             bold = QFont(item.font(SUMMARY_COLUMN))
             bold.setBold(True)

@@ -170,16 +170,15 @@ class TrustPanel(QWidget):
 
         self.title = QLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
-        self.plot = pg.PlotWidget(background="w", axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.plot = pg.PlotWidget(background=style.tones().base, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
         self.plot.setMinimumHeight(220)
         item = self.plot.getPlotItem()
         item.setMenuEnabled(False)
         item.showGrid(x=True, y=True, alpha=0.12)
         for name, label in (("left", "Trust score"), ("bottom", "Time of day")):
-            axis = item.getAxis(name)
-            axis.setPen(pg.mkPen("#8a8a8a"))
-            axis.setTextPen(pg.mkPen("#333333"))
-            axis.setLabel(label, color="#333333")
+            item.getAxis(name).setLabel(label)
+        style.style_plot(self.plot)
+        style.theme_signals().sig_changed.connect(self._apply_theme)
         self.view_box = item.getViewBox()
         self.view_box.setMouseEnabled(x=True, y=False)
         self.view_box.setYRange(0.0, 1.0, padding=0.04)      # room for the 1.0 and 0 tick labels
@@ -187,27 +186,27 @@ class TrustPanel(QWidget):
         self.view_box.enableAutoRange(axis="x")
         self.floor_line = pg.InfiniteLine(
             pos=self.floor, angle=0, movable=False,
-            pen=pg.mkPen(style.RED, width=1.5, style=Qt.PenStyle.DashLine),
+            pen=pg.mkPen(style.tones().bad, width=1.5, style=Qt.PenStyle.DashLine),
             label=f"quarantine floor {self.floor:.2f}",
-            labelOpts={"position": 0.0, "anchors": [(0, 1), (0, 1)], "color": style.RED,
-                       "fill": pg.mkBrush(255, 255, 255, 210)})
+            labelOpts={"position": 0.0, "anchors": [(0, 1), (0, 1)], "color": style.tones().bad,
+                       "fill": pg.mkBrush(style.plot_tip_fill())})
         self.floor_line.setZValue(-5)
         item.addItem(self.floor_line, ignoreBounds=True)
-        self.quarantine_marks = pg.ScatterPlotItem(symbol="x", size=15, pen=pg.mkPen(style.RED, width=2.5),
-                                                   brush=pg.mkBrush(style.RED))
+        self.quarantine_marks = pg.ScatterPlotItem(symbol="x", size=15, pen=pg.mkPen(style.tones().bad, width=2.5),
+                                                   brush=pg.mkBrush(style.tones().bad))
         self.quarantine_marks.setZValue(20)
         item.addItem(self.quarantine_marks)
-        self.hover_dot = pg.ScatterPlotItem(size=13, pen=pg.mkPen("#111111", width=2), brush=pg.mkBrush(None))
+        self.hover_dot = pg.ScatterPlotItem(size=13, pen=pg.mkPen(style.tones().text, width=2), brush=pg.mkBrush(None))
         self.hover_dot.setZValue(30)
         item.addItem(self.hover_dot, ignoreBounds=True)
-        self.hover_tip = pg.TextItem(color="#111111", anchor=(0, 1), border=pg.mkPen("#9e9e9e"),
-                                     fill=pg.mkBrush(255, 255, 255, 235))
+        self.hover_tip = pg.TextItem(color=style.tones().text, anchor=(0, 1),
+                                     border=pg.mkPen(style.tones().plot_axis), fill=pg.mkBrush(style.plot_tip_fill()))
         self.hover_tip.setZValue(40)
         self.hover_tip.setVisible(False)
         item.addItem(self.hover_tip, ignoreBounds=True)
 
         self.hover_label = ElidedLabel(HINT)      # what the pointer is on, with why it moved
-        self.hover_label.setStyleSheet(f"color: {style.GREY.name()}")
+        self.hover_label.setStyleSheet(f"color: {style.tones().muted.name()}")
 
         self.legend_model = LegendModel(self)
         self.legend = QTableView()
@@ -249,6 +248,21 @@ class TrustPanel(QWidget):
         self._redraw()
 
     # --- points in -------------------------------------------------------------------------
+    def _apply_theme(self, _scheme=None) -> None:
+        """The scheme changed: axes, the floor, the markers and every agent's line take its colours."""
+        style.style_plot(self.plot)
+        bad = style.tones().bad
+        self.floor_line.setPen(pg.mkPen(bad, width=1.5, style=Qt.PenStyle.DashLine))
+        self.floor_line.label.setColor(bad)
+        self.floor_line.label.fill = pg.mkBrush(style.plot_tip_fill())
+        self.quarantine_marks.setPen(pg.mkPen(bad, width=2.5))
+        self.quarantine_marks.setBrush(pg.mkBrush(bad))
+        self.hover_dot.setPen(pg.mkPen(style.tones().text, width=2))
+        self.hover_tip.setColor(style.tones().text)
+        self.hover_tip.fill = pg.mkBrush(style.plot_tip_fill())
+        self._redraw()
+        self._refresh_legend()
+
     def _on_trust_updated(self, update) -> None:
         self.add_points(update.points)
 
@@ -469,7 +483,7 @@ class TrustPanel(QWidget):
             self.hover_dot.setData([])
             self.hover_tip.setVisible(False)
             self.hover_label.set_full_text(HINT)
-            self.hover_label.setStyleSheet(f"color: {style.GREY.name()}")
+            self.hover_label.setStyleSheet(f"color: {style.tones().muted.name()}")
             return
         self.hover_dot.setData([{"pos": (point.at, point.score)}])
         together = self.coinciding(point)
@@ -486,7 +500,7 @@ class TrustPanel(QWidget):
         self.hover_tip.setVisible(True)
         self.hover_tip.updateTransform(force=True)
         self.hover_label.set_full_text(group_text(together))
-        self.hover_label.setStyleSheet("color: #111111")
+        self.hover_label.setStyleSheet(f"QLabel {{ {style.fg('text')} }}")
 
     def _on_mouse_moved(self, scene_pos: QPointF) -> None:
         point = self.nearest_point(scene_pos)

@@ -81,7 +81,7 @@ class TrustActionDialog(QDialog):
         self.heading = plain_label(f"{action.verb} {self.agent_id}?")
         self.heading.setFont(style.scaled_font(self.font(), 1.15, bold=True))
         self.standing = plain_label(standing_text(view))
-        self.standing.setStyleSheet(f"color: {style.GREY.name()}")
+        self.standing.setStyleSheet(f"color: {style.tones().muted.name()}")
         self.consequence = plain_label(CONSEQUENCES[action].format(agent=self.agent_id,
                                                                     s=service.trust.settings))
         self.reason_label = QLabel("&Reason (required):")
@@ -96,9 +96,9 @@ class TrustActionDialog(QDialog):
         self.cancel_button = self.buttons.button(QDialogButtonBox.StandardButton.Cancel)
 
         self.consequence.setMinimumWidth(TEXT_WIDTH)     # the dialog's width; its height follows the wrapped text
-        frame_colour = style.RED if action is TrustAction.QUARANTINE else style.AMBER
+        frame_colour = style.tones().bad if action is TrustAction.QUARANTINE else style.tones().warn
         self.consequence.setStyleSheet(f"QLabel {{ border-left: 4px solid {frame_colour.name()}; "
-                                       f"padding: 4px 8px; background: #fafafa; }}")
+                                       f"padding: 4px 8px; {style.bg('neutral_tint')}; }}")
         layout = QVBoxLayout(self)
         layout.setSpacing(8)
         layout.addWidget(self.heading)
@@ -152,16 +152,16 @@ class TrustActionDialog(QDialog):
         self.ok_button.setEnabled(self.ready_to_confirm())
         if self._error:
             self.hint.setText(f"Not saved: {self._error}")
-            self.hint.setStyleSheet(f"color: {style.RED.name()}")
+            self.hint.setStyleSheet(f"color: {style.tones().bad.name()}")
         elif self.saving:
             self.hint.setText(f"Saving: {self.agent_id} is being {self.action.done}…")
-            self.hint.setStyleSheet(f"color: {style.GREY.name()}")
+            self.hint.setStyleSheet(f"color: {style.tones().muted.name()}")
         elif not self.reason_text():
             self.hint.setText("A reason is required: it is recorded with your name.")
-            self.hint.setStyleSheet(f"color: {style.GREY.name()}")
+            self.hint.setStyleSheet(f"color: {style.tones().muted.name()}")
         else:
             self.hint.setText(f"Recorded as {self._service.operator}.")
-            self.hint.setStyleSheet(f"color: {style.GREY.name()}")
+            self.hint.setStyleSheet(f"color: {style.tones().muted.name()}")
 
     def _disconnect(self, *_args) -> None:
         for signal, slot in ((self._service.trust.sig_updated, self._on_trust_updated),

@@ -35,6 +35,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def console_settings_in_tmp(tmp_path):
+    """QSettings (window layout, theme) go to this test's own folder, never the user's."""
+    from PySide6.QtCore import QSettings
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "settings"))
+    yield tmp_path / "settings"
+
+
+@pytest.fixture(autouse=True)
 def fail_on_logged_errors(caplog):
     caplog.set_level(logging.WARNING)
     yield

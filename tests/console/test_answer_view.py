@@ -31,7 +31,7 @@ def test_answered_shows_green_badge_answer_reason_and_trace(qtbot):
     view.show_answer(make_answer(Verdict.ANSWERED, "Mars has two small moons, Phobos and Deimos.", suspects=()))
     header = view.header
     assert header.badge.text() == "ANSWERED"
-    assert style.VERDICT_BADGES[Verdict.ANSWERED][0] in header.badge.styleSheet()
+    assert style.tones().badges[Verdict.ANSWERED][0].name() in header.badge.styleSheet()
     assert "Phobos" in header.answer.text()
     assert "competing answers" in header.reason.text() and "high risk" in header.reason.text()
     assert "0123456789abcdef" in header.trace.text()
@@ -44,7 +44,7 @@ def test_abstained_shows_amber_badge_and_opens_every_position(qtbot):
     view = make_view(qtbot)
     view.show_answer(make_answer(Verdict.ABSTAINED, ""))
     assert view.header.badge.text() == "ABSTAINED"
-    assert style.VERDICT_BADGES[Verdict.ABSTAINED][0] in view.header.badge.styleSheet()
+    assert style.tones().badges[Verdict.ABSTAINED][0].name() in view.header.badge.styleSheet()
     assert "did not agree" in view.header.answer.text() and "Generators" in view.header.answer.text()
     assert view.tabs.currentIndex() == TAB_GENERATORS          # the positions are the answer now
     candidates = view.candidates_model
@@ -57,7 +57,7 @@ def test_no_answer_shows_grey_badge_and_an_empty_detail(qtbot):
     view.show_answer(make_answer(Verdict.NO_ANSWER, "", citations=(), candidates=(), context=(), excluded=(),
                                  suspects=()))
     assert view.header.badge.text() == "NO ANSWER"
-    assert style.VERDICT_BADGES[Verdict.NO_ANSWER][0] in view.header.badge.styleSheet()
+    assert style.tones().badges[Verdict.NO_ANSWER][0].name() in view.header.badge.styleSheet()
     assert view.citations_list.count() == 0
     assert view.detail.toPlainText() == ""
     assert view.detail.placeholderText() == "This answer cites no passage."
@@ -89,8 +89,8 @@ def test_tabs_are_named_with_counts_and_alarms_in_red(qtbot):
         "Agents (4, 1 failed)"]
     assert all(view.tabs.tabText(i).replace("&&", "&").startswith(name) for i, name in enumerate(TAB_NAMES))
     bar = view.tabs.tabBar()
-    assert bar.tabTextColor(TAB_CITATIONS) != style.RED
-    assert [bar.tabTextColor(i) == style.RED for i in (1, 2, 3)] == [True, True, True]
+    assert bar.tabTextColor(TAB_CITATIONS) != style.tones().bad
+    assert [bar.tabTextColor(i) == style.tones().bad for i in (1, 2, 3)] == [True, True, True]
 
 
 def test_agent_outcomes_tab_lists_every_call_with_its_status(qtbot):
@@ -100,8 +100,8 @@ def test_agent_outcomes_tab_lists_every_call_with_its_status(qtbot):
     rows = [[cell(model, r, c) for c in range(model.columnCount())] for r in range(model.rowCount())]
     assert rows[0] == ["ret-a", "retriever", "ok", "42", "8", ""]
     assert rows[1] == ["ret-dead", "retriever", "down", "2", "0", "connection refused"]
-    assert cell(model, 0, 2, Qt.ItemDataRole.ForegroundRole) == style.GREEN
-    assert cell(model, 1, 2, Qt.ItemDataRole.ForegroundRole) == style.RED
+    assert cell(model, 0, 2, Qt.ItemDataRole.ForegroundRole) == style.tones().good
+    assert cell(model, 1, 2, Qt.ItemDataRole.ForegroundRole) == style.tones().bad
 
     view.show_tab(3)
     view.outcomes_table.setCurrentIndex(model.index(1, 0))

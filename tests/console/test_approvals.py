@@ -9,7 +9,7 @@ import json
 from PySide6.QtCore import Qt
 
 from console.app import serve
-from console.main_window import APPROVALS_TAB, FLEET_TAB, MainWindow
+from console.main_window import MainWindow
 from console.panels.approvals import REVIEW_COLUMNS, DecisionForm, ReviewModel, claim_mark, item_html
 from console.service import EngineService, Phase
 from engine import RiskTier, Verdict
@@ -127,15 +127,15 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     errors, failures = [], []
     service.sig_error.connect(errors.append)
     service.reviews.sig_failed.connect(lambda item_id, message: failures.append((item_id, message)))
-    panel, tabs = window.approvals_panel, window.top_tabs
-    assert tabs.tabText(FLEET_TAB) == "Fleet" and tabs.tabText(APPROVALS_TAB) == "Approvals"
+    panel = window.approvals_panel
+    assert window.dock_title("fleet") == "Fleet" and window.dock_title("approvals") == "Approvals"
 
     run = qasync_loop.create_task(serve(window, service))
     qtbot.waitExposed(window)
     with qtbot.waitSignal(service.reviews.sig_loaded, timeout=START_TIMEOUT_MS):
         pass
-    assert panel.model.rowCount() == 1 and tabs.tabText(APPROVALS_TAB) == "Approvals (1 pending)"
-    assert tabs.tabBar().tabTextColor(APPROVALS_TAB).name() == "#c62828"
+    assert panel.model.rowCount() == 1 and window.dock_title("approvals") == "Approvals (1 pending)"
+    assert window.needs_attention("approvals")
 
     window.ask_panel.question.setText("What are the moons of Mars?")
     window.ask_panel.tier.setCurrentText("high")
@@ -143,15 +143,15 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
         window.ask_panel.submit()
     answer = got.args[0]
     assert answer.tier is RiskTier.HIGH and "Phobos" in answer.answer
-    assert tabs.tabText(APPROVALS_TAB) == "Approvals (2 pending)"
+    assert window.dock_title("approvals") == "Approvals (2 pending)"
     row = panel.model.row_of(2)
     assert row == 1                                          # after the earlier pending item
     item = panel.model.record(row)
     assert (item.trace_id, item.status, item.why) == (answer.trace_id, ReviewStatus.PENDING, "high-risk question")
 
     window.show_approvals()
-    assert tabs.currentIndex() == APPROVALS_TAB
-    assert window.splitter.sizes()[0] >= 300                 # the queue gets room for the detail and the form
+    assert window.is_front("approvals")
+    assert window.docks["approvals"].height() >= 300        # the queue gets room for the detail and the form
     assert panel.select_item(2)
     assert "gen-liar" in panel.detail.toPlainText() and "Candidate answers (3)" in panel.detail.toPlainText()
     assert panel.approve_button.isEnabled() and panel.reject_button.isEnabled()
@@ -172,7 +172,7 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     assert not form.isVisible() and panel.actions.isVisible()
     assert not panel.approve_button.isEnabled() and not panel.reject_button.isEnabled()
     assert "rejected by tester: factually wrong" in panel.message.text()
-    assert tabs.tabText(APPROVALS_TAB) == "Approvals (1 pending)"
+    assert window.dock_title("approvals") == "Approvals (1 pending)"
 
     # A second decision on the same item is refused by the engine; the panel says so and the row stays rejected.
     with qtbot.waitSignal(service.reviews.sig_failed, timeout=ANSWER_TIMEOUT_MS):

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPlainTextEdit
 
 from console import style
-from console.main_window import CASCADE_TAB, MainWindow
+from console.main_window import MainWindow
 from console.panels.answer import AnswerView
 from console.panels.cascade import EMPTY_HINT, MAX_QUESTIONS, THETA_DEFAULT, UNWATCHED_HINT, CascadePanel
 from console.panels.cascade_model import STAGE_COLUMNS, STRIP_COLUMNS
@@ -109,7 +109,7 @@ def test_theta_is_a_dashed_red_line_at_the_threshold_and_follows_set_threshold(q
     line = panel.theta_line
     assert panel.theta == THETA_DEFAULT == 0.55
     assert line.value() == 0.55 and line.angle == 0
-    assert line.pen.style() == Qt.PenStyle.DashLine and line.pen.color() == style.RED
+    assert line.pen.style() == Qt.PenStyle.DashLine and line.pen.color() == style.tones().bad
     assert line.label.format == "θ 0.55" and panel.theta_legend.text() == "θ 0.55"
     assert line in panel.plot.getPlotItem().items
 
@@ -126,7 +126,7 @@ def test_a_fired_stage_is_marked_and_spelled_out(qtbot):
     assert list(panel.fired_tint.opts["x"]) == [1]                 # and its group tinted
     assert panel.fired_marks.opts["symbol"] == "t1"
     stages = panel.stages_model
-    assert cell(stages, 1, "Stage", STAGE, BACKGROUND) == style.FIRED_BACKGROUND
+    assert cell(stages, 1, "Stage", STAGE, BACKGROUND) == style.tones().bad_tint
     assert cell(stages, 0, "Stage", STAGE, BACKGROUND) is None
     # The fired stage is the one spelled out below the table.
     assert panel.stages_table.currentIndex().row() == 1
@@ -146,7 +146,7 @@ def test_the_strip_lists_questions_newest_first_with_their_outcome(qtbot):
             for r in range(strip.rowCount())]
     assert rows == [[QUESTION, "0.68", "yes", "context poisoning", "M4 rollback", "halted for review"],
                     ["How long is a day on Mars?", "0.18", "no", "—", "—", "clean"]]
-    assert cell(strip, 0, "Outcome", STRIP, Qt.ItemDataRole.ForegroundRole) == style.RED
+    assert cell(strip, 0, "Outcome", STRIP, Qt.ItemDataRole.ForegroundRole) == style.tones().bad
     assert cell(strip, 0, "Time", STRIP)                             # HH:MM:SS of its first event
     assert panel.tab_title() == "Cascade (1 halted)"
 
@@ -243,7 +243,7 @@ def test_the_answer_view_lists_the_stages_and_the_cascade_outcome(qtbot):
 
     view.show_answer(with_cascade(resolved=False))
     assert header.cascade.text().endswith("M4 rollback · halted for review")
-    assert style.RED.name() in header.cascade.styleSheet()
+    assert style.tones().bad.name() in header.cascade.styleSheet()
 
     view.show_answer(make_answer(stages=STAGES, cascade=CascadeOutcome(False, scores=CLEAN)))
     assert not header.stages.isHidden() and header.cascade.isHidden()     # clean: no cascade line
@@ -270,15 +270,15 @@ def test_the_main_window_has_a_live_cascade_tab(qtbot, engine):
     window.show()
     qtbot.waitExposed(window)
     panel = window.cascade_panel
-    assert window.top_tabs.widget(CASCADE_TAB) is panel and window.top_tabs.tabText(CASCADE_TAB) == "Cascade"
+    assert window.panels["cascade"] is panel and window.dock_title("cascade") == "Cascade"
 
     service.questions.sig_started.emit("t-1", QUESTION)
     for stage_score in SCORES:
         service.cascade.sig_scored.emit(CascadeScored(stage_score, "t-1", time.time()))
     service.cascade.sig_resolved.emit(CascadeResolved(rollback_outcome(resolved=False), "t-1", QUESTION, time.time()))
     assert panel.bar_heights()["CRT p"] == [s.p for s in SCORES]
-    assert window.top_tabs.tabText(CASCADE_TAB) == "Cascade (1 halted)"
-    assert window.top_tabs.tabBar().tabTextColor(CASCADE_TAB) == style.RED
+    assert window.dock_title("cascade") == "Cascade (1 halted)"
+    assert window.needs_attention("cascade")
 
     answer = with_cascade("t-2")
     service.questions.sig_answer.emit(answer)                                 # the ask panel shows it; the strip has it
@@ -287,4 +287,4 @@ def test_the_main_window_has_a_live_cascade_tab(qtbot, engine):
     header = window.ask_panel.answer_view.header
     assert header.cascade_button.isVisible()
     qtbot.mouseClick(header.cascade_button, Qt.MouseButton.LeftButton)
-    assert window.top_tabs.currentIndex() == CASCADE_TAB and panel.selected == "t-2"
+    assert window.is_front("cascade") and panel.selected == "t-2"

@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from console.app import serve
-from console.main_window import TITLE, MainWindow
+from console.main_window import TITLE, MainWindow, first_size
 from console.panels.answer import TAB_PASSAGES
 from console.service import EngineService, Phase
 
@@ -29,7 +29,7 @@ def test_operator_asks_through_the_window_and_closing_stops_the_fleet(qtbot, qas
     service.sig_error.connect(errors.append)
     panel = window.ask_panel
     assert window.windowTitle() == TITLE
-    assert (window.width(), window.height()) == (1280, 800)
+    assert window.size() == first_size(window.screen().availableGeometry().size()).expandedTo(window.minimumSizeHint())
     assert panel.tier.currentText() == "auto"               # the engine's risk rules decide unless the operator chooses
 
     run = qasync_loop.create_task(serve(window, service))     # shows the window, then starts the engine

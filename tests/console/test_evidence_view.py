@@ -80,7 +80,7 @@ def test_an_echo_passage_kept_out_shows_its_flag_note_and_a_suspect_warning(qtbo
     model = view.passages_model
     echo = row_of(model, lambda r: r.passage is ECHO)
     assert cell(model, echo, PASSAGE["Status"]) == "kept out"
-    assert cell(model, echo, PASSAGE["Status"], Qt.ItemDataRole.ForegroundRole) == style.RED
+    assert cell(model, echo, PASSAGE["Status"], Qt.ItemDataRole.ForegroundRole) == style.tones().bad
     assert cell(model, echo, PASSAGE["Flags"]) == "echo"
     assert cell(model, echo, PASSAGE["Flags"], VALUE_ROLE) == ("echo",)          # what the chips are drawn from
     assert "PoisonedRAG" in cell(model, echo, PASSAGE["Flags"], Qt.ItemDataRole.ToolTipRole)
@@ -88,7 +88,7 @@ def test_an_echo_passage_kept_out_shows_its_flag_note_and_a_suspect_warning(qtbo
     assert cell(model, echo, PASSAGE["Support"]) == "22%"
     assert cell(model, echo, PASSAGE["Note"]) == ECHO_NOTE
     # Kept-out rows are tinted across every column; rows in the context are not.
-    assert all(cell(model, echo, c, Qt.ItemDataRole.BackgroundRole) == style.KEPT_OUT_BACKGROUND
+    assert all(cell(model, echo, c, Qt.ItemDataRole.BackgroundRole) == style.tones().bad_tint
                for c in range(model.columnCount()))
     assert cell(model, 0, PASSAGE["Note"], Qt.ItemDataRole.BackgroundRole) is None
 
@@ -160,11 +160,11 @@ def test_selecting_a_candidate_lists_its_claim_checks_and_a_failed_claim_shows_w
     liar = row_of(candidates, lambda c: c.agent_id == "gen-liar")
     assert view.candidates_table.currentIndex().row() == liar      # the unsupported one is selected first
     assert cell(candidates, liar, CANDIDATE["Support"]) == "0%"
-    assert cell(candidates, liar, CANDIDATE["Support"], Qt.ItemDataRole.ForegroundRole) == style.RED
+    assert cell(candidates, liar, CANDIDATE["Support"], Qt.ItemDataRole.ForegroundRole) == style.tones().bad
     assert cell(candidates, liar, CANDIDATE["Claims backed"]) == "0 of 2"
     assert cell(candidates, liar, CANDIDATE["Credibility"]) == "0.13"
     assert cell(candidates, liar, CANDIDATE["Agrees with"]) == "no one"
-    assert cell(candidates, liar, CANDIDATE["Agent"], Qt.ItemDataRole.BackgroundRole) == style.FAILING_BACKGROUND
+    assert cell(candidates, liar, CANDIDATE["Agent"], Qt.ItemDataRole.BackgroundRole) == style.tones().bad_tint
 
     click_row(qtbot, view.candidates_table, row_of(candidates, lambda c: c.agent_id == "gen-a"))
     checks = view.checks_model
@@ -181,7 +181,7 @@ def test_selecting_a_candidate_lists_its_claim_checks_and_a_failed_claim_shows_w
     assert rows == [["✗", "not enough evidence", "According to a 2023 survey, Mars has a third moon.", "0%",
                      FABRICATED_REASON, "survey-2023#0"],
                     ["✗", "not enough evidence", "Deimos was discovered in 1926.", "40%", WEAK_REASON, "mars-moons#0"]]
-    assert cell(checks, 0, CHECK[""], Qt.ItemDataRole.ForegroundRole) == style.RED
+    assert cell(checks, 0, CHECK[""], Qt.ItemDataRole.ForegroundRole) == style.tones().bad
 
     click_row(qtbot, view.checks_table, 0)
     assert view.detail_box.title() == "Claim check"

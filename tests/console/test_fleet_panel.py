@@ -63,14 +63,14 @@ def test_fleet_model_shows_each_column_as_an_operator_reads_it(engine):
     assert text(model, 1, "Detail") == "exited with code 1: boom"
 
     # States and fault profiles are told apart by colour, not only by words.
-    assert foreground(model, 0, "Status") == style.GREEN
-    assert foreground(model, 1, "Status") == style.RED
-    assert foreground(model, 2, "Status") == style.BLUE     # starting
-    assert foreground(model, 3, "Status") == style.GREY     # disabled
+    assert foreground(model, 0, "Status") == style.tones().good
+    assert foreground(model, 1, "Status") == style.tones().bad
+    assert foreground(model, 2, "Status") == style.tones().info     # starting
+    assert foreground(model, 3, "Status") == style.tones().muted     # disabled
     rogue = model.row_of("ret-rogue")
     assert views[rogue].spec.fault.kind is FaultKind.TAMPER
     assert text(model, rogue, "Fault profile") == "tamper"
-    assert foreground(model, rogue, "Fault profile") == style.RED
+    assert foreground(model, rogue, "Fault profile") == style.tones().bad
     assert text(model, 0, "Fault profile") == "none"
     assert foreground(model, 0, "Fault profile") != foreground(model, rogue, "Fault profile")
 
@@ -126,7 +126,7 @@ def test_a_suspect_named_by_the_latest_answer_is_marked_until_an_answer_no_longe
     top_left, bottom_right = changed.args[:2]
     assert (top_left.row(), bottom_right.row()) == (rogue, rogue)          # that row only
     assert text(model, rogue, "Detail") == f"⚠ suspected: {SUSPECT_REASON}"
-    assert foreground(model, rogue, "Detail") == style.RED
+    assert foreground(model, rogue, "Detail") == style.tones().bad
     assert model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.DecorationRole) is not None   # warning icon
     assert SUSPECT_REASON in model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.ToolTipRole)
     assert text(model, rogue, "Agent") == "ret-rogue"                      # the id itself stays as it is
@@ -147,7 +147,7 @@ def test_a_suspect_named_by_the_latest_answer_is_marked_until_an_answer_no_longe
     assert sorted(changed_rows) == sorted([(rogue, rogue), (bm25, bm25)])
     assert text(model, rogue, "Detail") == url_before
     assert model.data(model.index(rogue, COLUMN["Agent"]), Qt.ItemDataRole.DecorationRole) is None
-    assert foreground(model, rogue, "Detail") == style.GREY
+    assert foreground(model, rogue, "Detail") == style.tones().muted
     assert panel.title.text() == "Fleet — 0 of 6 agents up"
 
 

@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPlainTextEdit
 
 from console import style
-from console.main_window import GATEWAY_TAB, MainWindow
+from console.main_window import MainWindow
 from console.panels.gateway import GatewayPanel
 from console.panels.gateway_model import (ACTION_COLUMN, CARRIER_COLUMN, EVIDENCE_COLUMN, EXCERPT_COLUMN, KIND_COLUMN,
                                           SCORE_COLUMN, TRUST_COLUMN, GatewayRow)
@@ -90,7 +90,7 @@ def make_window(qtbot, engine):
 def test_live_flags_show_newest_first_with_coloured_actions_and_the_blocked_count_in_the_tab(qtbot, gateway_engine):
     service, window = make_window(qtbot, gateway_engine)
     panel = window.gateway_panel
-    assert window.top_tabs.tabText(GATEWAY_TAB) == "Gateway" and panel.model.rowCount() == 0
+    assert window.dock_title("gateway") == "Gateway" and panel.model.rowCount() == 0
     assert not panel.trace_button.isEnabled()
     assert panel.details.placeholderText().startswith("Nothing stopped yet")
 
@@ -102,15 +102,15 @@ def test_live_flags_show_newest_first_with_coloured_actions_and_the_blocked_coun
     rows = panel.visible_rows()
     assert [r.trace_id for r in rows] == [f"{n:032x}" for n in (4, 3, 2, 1)]           # newest first
     assert [cell(panel, r, ACTION_COLUMN) for r in range(4)] == ["blocked", "sanitised", "escalated", "blocked"]
-    assert [cell(panel, r, ACTION_COLUMN, FOREGROUND) for r in range(4)] == [style.RED, style.BLUE, style.AMBER,
-                                                                             style.RED]
+    assert [cell(panel, r, ACTION_COLUMN, FOREGROUND) for r in range(4)] == [style.tones().bad, style.tones().info, style.tones().warn,
+                                                                             style.tones().bad]
     assert [cell(panel, r, CARRIER_COLUMN) for r in range(4)] == ["gen-b", "ret-web", "operator", "ret-web"]
     assert [cell(panel, r, KIND_COLUMN) for r in range(4)] == ["generation", "memory write", "question", "passage"]
     assert [cell(panel, r, TRUST_COLUMN) for r in range(4)] == ["EXTERNAL", "EXTERNAL", "USER", "EXTERNAL"]
     assert cell(panel, 0, SCORE_COLUMN) == "0.54"
     assert cell(panel, 0, EVIDENCE_COLUMN) == EVIDENCE[0]              # the first finding; details have them all
-    assert window.top_tabs.tabText(GATEWAY_TAB) == "Gateway (2 blocked)"
-    assert window.top_tabs.tabBar().tabTextColor(GATEWAY_TAB) == style.RED
+    assert window.dock_title("gateway") == "Gateway (2 blocked)"
+    assert window.needs_attention("gateway")
     assert panel.summary.text().startswith("4 message(s) stopped or changed: 2 blocked · 1 escalated · 1 sanitised")
 
     # The first row is selected and spelled out; the selection stays put when a newer flag arrives.
@@ -120,7 +120,7 @@ def test_live_flags_show_newest_first_with_coloured_actions_and_the_blocked_coun
     assert all(line in details for line in EVIDENCE) and f"question {QUESTION_ID}" in details
     service.gateway.sig_flagged.emit(GatewayFlagged((flag(Action.BLOCK, 5),), QUESTION_ID, time.time()))
     assert panel.current_row().trace_id == f"{4:032x}" and panel.visible_rows()[0].trace_id == f"{5:032x}"
-    assert window.top_tabs.tabText(GATEWAY_TAB) == "Gateway (3 blocked)"
+    assert window.dock_title("gateway") == "Gateway (3 blocked)"
 
 
 def test_an_agents_markup_and_hidden_characters_stay_literal_in_table_details_and_tooltips(qtbot, gateway_engine):
@@ -221,7 +221,7 @@ def test_a_planted_instruction_is_blocked_listed_stored_and_traced_end_to_end(qt
         rows = panel.visible_rows()
         assert rows and {(r.source, r.kind, r.action, r.parent_trace_id) for r in rows} == {
             ("ret-inject", "passage", "block", answer.trace_id)}
-        assert window.top_tabs.tabText(GATEWAY_TAB) == f"Gateway ({len(rows)} blocked)"
+        assert window.dock_title("gateway") == f"Gateway ({len(rows)} blocked)"
         assert "ignore" in panel.details.toPlainText().lower()
 
         with qtbot.waitSignal(service.gateway.sig_loaded, timeout=ANSWER_TIMEOUT_MS):     # the store has them too

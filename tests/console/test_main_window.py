@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from engine import AgentState
 
-from console.main_window import DEFAULT_SIZE, TITLE, MainWindow
+from console.main_window import DEFAULT_SIZE, TITLE, MainWindow, first_size
 from console.service import EngineService
 
 
@@ -25,7 +25,7 @@ def make_window(qtbot, engine):
 def test_start_progress_then_live_fleet_status_in_the_status_bar(qtbot, engine):
     service, window = make_window(qtbot, engine)
     assert window.windowTitle() == TITLE
-    assert window.size() == DEFAULT_SIZE
+    assert window.size() == first_size(window.screen().availableGeometry().size()).expandedTo(window.minimumSizeHint())
     assert window.focusWidget() is window.ask_panel.question     # typing goes to the question
     assert not window.ask_panel.ask_button.isEnabled()
 

@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox, QPlainTextEdit
 
 from console import style
-from console.main_window import MEMORY_TAB, MainWindow
+from console.main_window import MainWindow
 from console.panels.memory import MemoryPanel, ReasonDialog, RollbackDialog
 from console.panels.memory_model import CONTENT_COLUMN, KEY_COLUMN, STATUS_COLUMN, VERSION_COLUMN
 from console.service import EngineService, Phase
@@ -118,7 +118,7 @@ def confirm(qtbot, panel, reason: str, done_signal) -> None:
 def test_namespaces_and_every_entry_version_are_listed_from_the_engines_memory(qtbot, running):
     engine, service, window = running
     panel = window.memory_panel
-    assert panel.namespaces.rowCount() == 0 and window.top_tabs.tabText(MEMORY_TAB) == "Memory"
+    assert panel.namespaces.rowCount() == 0 and window.dock_title("memory") == "Memory"
     first = write(qtbot, engine, "gen-a", "style", "Short answers with one citation worked best.", "t1")
     second = write(qtbot, engine, "gen-a", "style", "NASA fact sheets were the most reliable source.", "t2")
     write(qtbot, engine, "gen-a", "units", "Distances are given in kilometres.", "t2")
@@ -130,8 +130,8 @@ def test_namespaces_and_every_entry_version_are_listed_from_the_engines_memory(q
     assert [names.data(names.index(0, c)) for c in range(5)] == ["gen-a", "2", "1", "0", "0"]
     assert panel.current_namespace() == "gen-a"          # the first namespace is selected
     assert shown(panel) == [("style", "v2", "active"), ("style", "v1", "superseded"), ("units", "v1", "active")]
-    assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.GREEN
-    assert cell(panel, 1, STATUS_COLUMN, FOREGROUND) == style.GREY
+    assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.tones().good
+    assert cell(panel, 1, STATUS_COLUMN, FOREGROUND) == style.tones().muted
     assert cell(panel, 0, CONTENT_COLUMN) == "NASA fact sheets were the most reliable source."
     assert panel.current_entry().id == second.id
     details = panel.details.toPlainText()
@@ -168,11 +168,11 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     assert not dialog.ok_button.isEnabled()
     confirm(qtbot, panel, "contradicts the corpus", service.memory.sig_loaded)
     assert shown(panel) == [("mars", "v2", "quarantined"), ("mars", "v1", "active")]
-    assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.RED
+    assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.tones().bad
     assert panel.current_entry().id == bad.id                     # the selection stays on the entry
     assert f"quarantined by {service.operator}: contradicts the corpus" in panel.details.toPlainText()
     assert panel.message.text() == f"Entry #{bad.id} gen-a/mars is quarantined; #{good.id} (v1) is the active version."
-    assert window.top_tabs.tabText(MEMORY_TAB) == "Memory (1 quarantined)"
+    assert window.dock_title("memory") == "Memory (1 quarantined)"
     assert [e.content for e in run(qtbot, engine.memory.read("gen-a", "gen-a", "mars", "t9"))] == [good.content]
 
     # Release it again, then take a snapshot of gen-a and roll back what is written after it.
@@ -180,7 +180,7 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     qtbot.mouseClick(panel.release_button, Qt.MouseButton.LeftButton)
     confirm(qtbot, panel, "checked with the owner", service.memory.sig_loaded)
     assert shown(panel) == [("mars", "v2", "active"), ("mars", "v1", "superseded")]
-    assert window.top_tabs.tabText(MEMORY_TAB) == "Memory"
+    assert window.dock_title("memory") == "Memory"
     with qtbot.waitSignal(service.memory.sig_loaded, timeout=TIMEOUT_MS):
         panel.snapshot_action.trigger()
     assert panel.snapshots.rowCount() == 1 and panel.snapshots.record(0).last_entry_id == bad.id
@@ -194,7 +194,7 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     assert dialog.preview.text() == f"Rolls back 1 entry: #{later.id} mars v3."
     confirm(qtbot, panel, "poisoned in trace t3", service.memory.sig_loaded)
     assert shown(panel) == [("mars", "v3", "rolled back"), ("mars", "v2", "active"), ("mars", "v1", "superseded")]
-    assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.AMBER
+    assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.tones().warn
     assert panel.message.text().startswith("Rolled gen-a back to snapshot #1: rolled back #")
 
     # Before a trace: the dialog offers the traces that wrote here; the other namespace never changes.

@@ -12,7 +12,7 @@ import json
 from PySide6.QtCore import Qt
 
 from console import style
-from console.main_window import TOOLS_TAB
+
 from console.panels.tool_calls import (AGENT_COLUMN, PARAMS_COLUMN, STATUS_COLUMN, TOOL_COLUMN, PermissionsDialog,
                                        ToolCallsPanel)
 from engine.gateway.tools import ToolStatus
@@ -49,7 +49,7 @@ def rows(panel: ToolCallsPanel) -> list[tuple[str, str, str]]:
 def test_a_pending_send_email_is_listed_first_and_counted_in_the_tab_title(qtbot, running):
     engine, service, window = running
     panel = window.tools_panel
-    assert window.top_tabs.tabText(TOOLS_TAB) == "Tools" and panel.model.rowCount() == 0
+    assert window.dock_title("tools") == "Tools" and panel.model.rowCount() == 0
     refused = call(qtbot, engine, "gen-b", email())                         # not in gen-b's allowed_tools
     pending = call(qtbot, engine, "gen-a", email())
     done = call(qtbot, engine, "gen-a", ToolRequest("memory.write", {"key": "style", "content": "Distances in kilometres, astronomical units for planets."}))
@@ -58,11 +58,11 @@ def test_a_pending_send_email_is_listed_first_and_counted_in_the_tab_title(qtbot
 
     assert rows(panel) == [("gen-a", "send_email", "pending"), ("gen-a", "memory.write", "done"),
                            ("gen-b", "send_email", "refused")]                 # pending first, then newest first
-    assert [cell(panel, r, STATUS_COLUMN, FOREGROUND) for r in range(3)] == [style.AMBER, style.GREEN, style.RED]
+    assert [cell(panel, r, STATUS_COLUMN, FOREGROUND) for r in range(3)] == [style.tones().warn, style.tones().good, style.tones().bad]
     assert json.loads(cell(panel, 0, PARAMS_COLUMN)) == {"body": "Mars has two moons.", "subject": "Daily summary",
                                                          "to": "someone@example.org"}
-    assert window.top_tabs.tabText(TOOLS_TAB) == "Tools (1 pending)"
-    assert window.top_tabs.tabBar().tabTextColor(TOOLS_TAB) == style.RED
+    assert window.dock_title("tools") == "Tools (1 pending)"
+    assert window.needs_attention("tools")
     assert panel.summary.text() == f"3 call(s): 1 pending · 1 done · 1 refused · deciding as {service.operator}"
     assert panel.current_call().id == pending.call_id                      # the first pending call is selected
     details = panel.details.toPlainText()
@@ -74,7 +74,7 @@ def test_a_pending_send_email_is_listed_first_and_counted_in_the_tab_title(qtbot
 
     call(qtbot, engine, "gen-a", email(to="finance@example.org"))
     reload(qtbot, service)
-    assert window.top_tabs.tabText(TOOLS_TAB) == "Tools (2 pending)"
+    assert window.dock_title("tools") == "Tools (2 pending)"
     assert panel.current_call().id == refused.call_id          # the operator's selection stays
 
 
@@ -94,8 +94,8 @@ def test_approving_with_a_reason_writes_the_outbox_and_moves_the_call_to_approve
     assert changed.args[0].status is ToolStatus.APPROVED
 
     assert rows(panel) == [("gen-a", "send_email", "approved")]
-    assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.GREEN
-    assert window.top_tabs.tabText(TOOLS_TAB) == "Tools"
+    assert cell(panel, 0, STATUS_COLUMN, FOREGROUND) == style.tones().good
+    assert window.dock_title("tools") == "Tools"
     mail = panel.outbox.records()
     assert [(m.tool_call_id, m.recipient, m.subject, m.body) for m in mail] == [
         (pending.call_id, "someone@example.org", "Daily summary", "Mars has two moons.")]
@@ -118,7 +118,7 @@ def test_rejecting_without_a_reason_is_refused_and_with_one_drops_the_call(qtbot
     first = call(qtbot, engine, "gen-a", email())
     second = call(qtbot, engine, "gen-a", email(to="finance@example.org"))
     reload(qtbot, service)
-    assert window.top_tabs.tabText(TOOLS_TAB) == "Tools (2 pending)"
+    assert window.dock_title("tools") == "Tools (2 pending)"
 
     qtbot.mouseClick(panel.reject_button, Qt.MouseButton.LeftButton)
     dialog = panel.dialog
@@ -140,9 +140,9 @@ def test_rejecting_without_a_reason_is_refused_and_with_one_drops_the_call(qtbot
     qtbot.mouseClick(panel.reject_button, Qt.MouseButton.LeftButton)
     confirm(qtbot, panel, "not a recipient this agent writes to", service.tools.sig_loaded)
     assert rows(panel) == [("gen-a", "send_email", "pending"), ("gen-a", "send_email", "rejected")]
-    assert cell(panel, 1, STATUS_COLUMN, FOREGROUND) == style.GREY
+    assert cell(panel, 1, STATUS_COLUMN, FOREGROUND) == style.tones().muted
     assert panel.current_call().id == first.call_id and panel.outbox.rowCount() == 0
-    assert window.top_tabs.tabText(TOOLS_TAB) == "Tools (1 pending)"
+    assert window.dock_title("tools") == "Tools (1 pending)"
 
     # A decision is final: deciding it again is refused, and says so.
     with qtbot.waitSignal(service.tools.sig_failed, timeout=TIMEOUT_MS) as failed:

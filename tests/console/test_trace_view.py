@@ -73,9 +73,9 @@ def test_lines_are_a_tree_indented_by_depth_with_the_blocked_message_selected(qt
     assert kind_x[0] < kind_x[1] < kind_x[2]
     # What the gateway stopped is red, bold and selected; the status counts it.
     assert view.current_line() == lines()[1]
-    assert items[1].foreground(SUMMARY_COLUMN).color() == style.RED and items[1].font(SUMMARY_COLUMN).bold()
-    assert items[3].foreground(SUMMARY_COLUMN).color() != style.RED
-    assert items[4].foreground(SUMMARY_COLUMN).color() == style.GREY
+    assert items[1].foreground(SUMMARY_COLUMN).color() == style.tones().bad and items[1].font(SUMMARY_COLUMN).bold()
+    assert items[3].foreground(SUMMARY_COLUMN).color() != style.tones().bad
+    assert items[4].foreground(SUMMARY_COLUMN).color() == style.tones().muted
     assert view.status.text() == f"Trace {QUESTION_ID}: 5 line(s) · gateway: 1 blocked"
     assert view.windowTitle() == f"Trace {QUESTION_ID}"
     assert "patterns: override/ignore-previous (0.85)" in view.details.toPlainText()

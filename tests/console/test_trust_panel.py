@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QDialog
 
 from console import style
 from console.app import serve
-from console.main_window import ALERTS_TAB, FLEET_TAB, TRUST_TAB, MainWindow
+from console.main_window import MainWindow
 from console.panels.alerts import AGENT_COLUMN, MESSAGE_COLUMN, STATUS_COLUMN, AlertsModel, AlertsPanel
 from console.panels.fleet import FLEET_COLUMNS, FleetModel
 from console.panels.trust import PEN_STYLES, TrustPanel, point_text
@@ -172,11 +172,11 @@ def test_fleet_table_shows_trust_score_and_standing_in_colour(engine):
     assert fleet_cell(model, "gen-a", "Score") == "0.75" and fleet_cell(model, "gen-a", "Standing") == "active"
     assert fleet_cell(model, "gen-a", "Standing", FOREGROUND) is None
     assert fleet_cell(model, "gen-b", "Standing") == "probation"
-    assert fleet_cell(model, "gen-b", "Standing", FOREGROUND) == style.AMBER
+    assert fleet_cell(model, "gen-b", "Standing", FOREGROUND) == style.tones().warn
     assert fleet_cell(model, "gen-liar", "Score") == "0.12"
     assert fleet_cell(model, "gen-liar", "Standing") == "quarantined"
-    assert fleet_cell(model, "gen-liar", "Standing", FOREGROUND) == style.RED
-    assert fleet_cell(model, "gen-liar", "Score", FOREGROUND) == style.RED
+    assert fleet_cell(model, "gen-liar", "Standing", FOREGROUND) == style.tones().bad
+    assert fleet_cell(model, "gen-liar", "Score", FOREGROUND) == style.tones().bad
     assert "no work" in fleet_cell(model, "gen-liar", "Standing", Qt.ItemDataRole.ToolTipRole)
     assert fleet_cell(model, "gen-a", "Trust level") == "TOOL"
 
@@ -254,13 +254,13 @@ def test_quarantine_and_release_from_the_fleet_table_through_the_reason_dialog(q
         ("gen-b", "answers drift since the last deploy", "tester", False)]
     assert engine.registry.get("gen-b").trust_state == "quarantined"
     assert fleet_cell(fleet.model, "gen-b", "Standing") == "quarantined"
-    assert fleet_cell(fleet.model, "gen-b", "Standing", FOREGROUND) == style.RED
+    assert fleet_cell(fleet.model, "gen-b", "Standing", FOREGROUND) == style.tones().bad
     assert fleet.message.text() == "gen-b quarantined by tester"
     assert not fleet.quarantine_button.isEnabled() and fleet.release_button.isEnabled()
     assert "1 quarantined" in window.status_text.text()
     trust = window.trust_panel
     assert trust.points("gen-b")[-1].state == "quarantined" and trust.state("gen-b") == "quarantined"
-    assert window.top_tabs.tabText(TRUST_TAB) == "Trust (1 quarantined)"
+    assert window.dock_title("trust") == "Trust (1 quarantined)"
 
     # Release: the dialog explains probation; the agent comes back on it.
     qtbot.mouseClick(fleet.release_button, Qt.MouseButton.LeftButton)
@@ -271,9 +271,9 @@ def test_quarantine_and_release_from_the_fleet_table_through_the_reason_dialog(q
         qtbot.keyClick(release.reason, Qt.Key.Key_Return)
     assert not release.isVisible()
     assert fleet_cell(fleet.model, "gen-b", "Standing") == "probation"
-    assert fleet_cell(fleet.model, "gen-b", "Standing", FOREGROUND) == style.AMBER
+    assert fleet_cell(fleet.model, "gen-b", "Standing", FOREGROUND) == style.tones().warn
     assert fleet.quarantine_button.isEnabled() and not fleet.release_button.isEnabled()
-    assert window.top_tabs.tabText(TRUST_TAB) == "Trust"
+    assert window.dock_title("trust") == "Trust"
 
     # A release of an agent that is not quarantined is refused by the engine and said in the panel.
     with qtbot.waitSignal(service.trust.sig_failed, timeout=ANSWER_TIMEOUT_MS):
@@ -299,7 +299,7 @@ def test_alert_messages_are_plain_text_and_acknowledged_ones_are_greyed(qtbot):
     acked = dataclasses.replace(older, acknowledged_by="tester", acknowledged_at=time.time())
     model.upsert(acked)
     assert model.open_count() == 1
-    assert model.data(model.index(1, AGENT_COLUMN), FOREGROUND) == style.GREY
+    assert model.data(model.index(1, AGENT_COLUMN), FOREGROUND) == style.tones().muted
     assert model.data(model.index(1, STATUS_COLUMN), DISPLAY).startswith("acknowledged by tester at ")
     model.set_alerts([older])                                              # a stale read does not reopen it
     assert not model.record(model.row_of(1)).open
@@ -322,10 +322,10 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     settings_file.write_text(LOW_FLOOR, encoding="utf-8")
     engine = Engine(load_fleet(small_fleet_file), load_settings(settings_file), db_path=db_path, cache_dir=cache_dir)
     service, window, run, errors = start_window(qtbot, qasync_loop, engine)
-    alerts, trust, tabs = window.alerts_panel, window.trust_panel, window.top_tabs
+    alerts, trust = window.alerts_panel, window.trust_panel
     assert trust.floor == 0.7 and trust.floor_line.label.toPlainText() == "quarantine floor 0.70"
     assert alerts.model.rowCount() == 0 and window.alerts_button.isHidden()
-    assert tabs.tabText(ALERTS_TAB) == "Alerts"
+    assert window.dock_title("alerts") == "Alerts"
     assert set(trust.agents_plotted()) == {v.spec.id for v in engine.agents()}     # registered, from the store
 
     window.ask_panel.question.setText("What are the moons of Mars?")
@@ -340,13 +340,13 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     assert [a.kind for a in liar_alerts] == ["auto_quarantine"]
     opened = alerts.model.open_count()
     assert opened >= 1
-    assert tabs.tabText(ALERTS_TAB) == f"Alerts ({opened} open)"
-    assert tabs.tabBar().tabTextColor(ALERTS_TAB) == style.RED
+    assert window.dock_title("alerts") == f"Alerts ({opened} open)"
+    assert window.needs_attention("alerts")
     assert window.alerts_button.isVisible()
-    assert window.alerts_button.text() == f"{opened} open alert{'s' if opened != 1 else ''}"
+    assert window.alerts_button.text() == f"{opened} unacknowledged alert{'s' if opened != 1 else ''}"
 
     qtbot.mouseClick(window.alerts_button, Qt.MouseButton.LeftButton)      # the status bar opens the list
-    assert tabs.currentIndex() == ALERTS_TAB
+    assert window.is_front("alerts")
     liar = liar_alerts[0]
     assert window.fleet_panel.current_view() is None            # the list's own first selection picks no agent
     rect = alerts.table.visualRect(alerts.model.index(alerts.model.row_of(liar.id), AGENT_COLUMN))
@@ -359,13 +359,13 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     row = acked.args[0]
     assert (row.id, row.acknowledged_by, row.open) == (liar.id, "tester", False)
     position = alerts.model.row_of(liar.id)
-    assert alerts.model.data(alerts.model.index(position, AGENT_COLUMN), FOREGROUND) == style.GREY
+    assert alerts.model.data(alerts.model.index(position, AGENT_COLUMN), FOREGROUND) == style.tones().muted
     assert alerts.model.open_count() == opened - 1
     assert not alerts.acknowledge_button.isEnabled()
     if opened == 1:
-        assert window.alerts_button.isHidden() and tabs.tabText(ALERTS_TAB) == "Alerts"
+        assert window.alerts_button.isHidden() and window.dock_title("alerts") == "Alerts"
     else:
-        assert window.alerts_button.text().startswith(f"{opened - 1} open alert")
+        assert window.alerts_button.text().startswith(f"{opened - 1} unacknowledged alert")
     close_window(qtbot, window, service, engine, run)
     assert errors == []
 
@@ -376,7 +376,7 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     assert not alerts.model.record(alerts.model.row_of(liar.id)).open
     assert alerts.model.open_count() == opened - 1
     assert trust.state("gen-liar") == "quarantined" and trust.points("gen-liar")[-1].state == "quarantined"
-    assert tabs is not window.top_tabs and window.top_tabs.tabText(FLEET_TAB) == "Fleet"
+    assert window.dock_title("fleet") == "Fleet"
     close_window(qtbot, window, service, engine, run)
     assert errors == []
 
