@@ -1,0 +1,207 @@
+"""A fake engine behind the real EngineService, for panel tests that need no fleet.
+
+The console's only door is EngineService; its adapters call a small engine surface and its one routing
+table turns typed engine events into Qt signals. FakeEngine implements that surface in memory:
+
+- reads return what the test gave it (review items, score history, alerts, gateway decisions, traces);
+- every call an adapter makes is recorded in `calls` as (name, args), so a test asserts what the panel
+  asked the engine to do, and the outcome it fakes is what a real engine returns (a decided item, an
+  acknowledged alert, an InputError for an unknown id, ...);
+- `emit(event)` delivers a typed engine event (engine.events, recorded.py builds realistic ones) through
+  the service's real routing table, exactly as the engine's own listener call does.
+
+`fake_service(...)` gives a started service (phase READY) over a FakeEngine. Features add their surface
+here, or subclass FakeEngine in their own test module.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable, Sequence
+
+from engine import AgentState, AgentView, Answer, InputError, RiskTier, load_settings
+from engine.alerts.row import AlertRow
+from engine.events import AlertChanged, EngineReady
+from engine.review import ReviewItem, ReviewStatus
+
+from console.service import EngineService
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    args: tuple
+
+
+class FakeReviewQueue:
+    def __init__(self, engine: "FakeEngine", items: Iterable[ReviewItem]) -> None:
+        self._engine = engine
+        self.by_id: dict[int, ReviewItem] = {i.id: i for i in items}
+
+    async def pending(self) -> list[ReviewItem]:
+        return sorted((i for i in self.by_id.values() if i.pending), key=lambda i: (i.created_at, i.id))
+
+    async def items(self, limit: int = 100, status: str = "all") -> list[ReviewItem]:
+        items = [i for i in self.by_id.values() if status == "all" or i.status.value == status]
+        return sorted(items, key=lambda i: (not i.pending, -(i.decided_at or 0.0), -i.id))[:limit]
+
+    async def get(self, item_id: int) -> ReviewItem | None:
+        return self.by_id.get(int(item_id))
+
+
+class FakeTrustTables:
+    def __init__(self, engine: "FakeEngine", history: Iterable, alerts: Iterable[AlertRow]) -> None:
+        self._engine = engine
+        self.history_points = list(history)
+        self.alert_rows: dict[int, AlertRow] = {a.id: a for a in alerts}
+
+    async def history(self, since: float = 0.0) -> list:
+        return [p for p in self.history_points if p.at >= since]
+
+    async def alerts(self, open_only: bool = False, limit: int = 200) -> list[AlertRow]:
+        rows = sorted(self.alert_rows.values(), key=lambda a: (-a.at, -a.id))
+        return [a for a in rows if a.open or not open_only][:limit]
+
+    async def acknowledge(self, alert_id: int, by: str, comment: str = "") -> AlertRow:
+        return await self._engine.acknowledge_alert(alert_id, by, comment)
+
+
+class FakeEngine:
+    def __init__(self, agents: Sequence[AgentView] = (), *, reviews: Iterable[ReviewItem] = (),
+                 history: Iterable = (), alerts: Iterable[AlertRow] = (), decisions: Iterable = (),
+                 traces: dict[str, tuple] | None = None, answers: Iterable[Answer] = (),
+                 settings=None, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings or load_settings()
+        self.clock = clock
+        self.calls: list[Call] = []
+        self._listeners: list[Callable[[object], None]] = []
+        self._agents: dict[str, AgentView] = {v.spec.id: v for v in agents}
+        self.fleet = SimpleNamespace(agents=[v.spec for v in agents])
+        self.review = FakeReviewQueue(self, reviews)
+        self.trust = SimpleNamespace(tables=FakeTrustTables(self, history, alerts))
+        self.decisions = tuple(decisions)
+        self.traces = dict(traces or {})
+        self.answers = list(answers)
+        self.closed = False
+
+    # --- events ------------------------------------------------------------------------------
+    def subscribe(self, listener: Callable[[object], None]) -> None:
+        self._listeners.append(listener)
+
+    def emit(self, *events: object) -> None:
+        """Delivers events as the engine does: synchronously, to every listener, in order."""
+        for event in events:
+            for listener in list(self._listeners):
+                listener(event)
+
+    def _record(self, name: str, *args: Any) -> None:
+        self.calls.append(Call(name, args))
+
+    def called(self, name: str) -> list[tuple]:
+        return [c.args for c in self.calls if c.name == name]
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._record("start")
+        self.emit(EngineReady(sum(v.state is AgentState.UP for v in self._agents.values()), self.clock()))
+
+    async def aclose(self) -> None:
+        self._record("aclose")
+        self.closed = True
+
+    def agents(self) -> tuple[AgentView, ...]:
+        return tuple(self._agents.values())
+
+    # --- questions -----------------------------------------------------------------------------
+    async def ask(self, question: str, tier: RiskTier | None = None) -> Answer:
+        self._record("ask", question, tier)
+        if not question.strip():
+            raise InputError("the question is empty")
+        if not self.answers:
+            raise InputError("the fake engine has no answer left for this question")
+        await asyncio.sleep(0)
+        return self.answers.pop(0)
+
+    # --- reviews -------------------------------------------------------------------------------
+    async def decide(self, item_id: int, approve: bool, operator: str, reason: str, note: str = "") -> ReviewItem:
+        self._record("decide", item_id, approve, operator, reason, note)
+        item = self.review.by_id.get(int(item_id))
+        if item is None:
+            raise InputError(f"no review item #{item_id}")
+        if not item.pending:
+            raise InputError(f"review item #{item_id} was already {item.status.value} by {item.decided_by} "
+                             f"({item.reason}); a decision is final")
+        decided = dataclasses.replace(item, status=ReviewStatus.APPROVED if approve else ReviewStatus.REJECTED,
+                                      decided_by=operator, reason=reason, note=note, decided_at=self.clock())
+        self.review.by_id[decided.id] = decided
+        return decided
+
+    # --- trust -----------------------------------------------------------------------------------
+    def _known(self, agent_id: str) -> AgentView:
+        if agent_id not in self._agents:
+            raise InputError(f"no agent {agent_id!r} in the fleet")
+        return self._agents[agent_id]
+
+    async def quarantine(self, agent_id: str, reason: str, operator: str) -> AgentView:
+        self._record("quarantine", agent_id, reason, operator)
+        view = self._known(agent_id)
+        if not reason.strip():
+            raise InputError("a quarantine needs a reason")
+        self._agents[agent_id] = view = dataclasses.replace(view, trust_state="quarantined")
+        return view
+
+    async def release(self, agent_id: str, reason: str, operator: str) -> AgentView:
+        self._record("release", agent_id, reason, operator)
+        view = self._known(agent_id)
+        if not reason.strip():
+            raise InputError("a release needs a reason")
+        self._agents[agent_id] = view = dataclasses.replace(view, trust_state="probation")
+        return view
+
+    # --- alerts ----------------------------------------------------------------------------------
+    async def alerts_list(self, open_only: bool = False, limit: int = 200) -> tuple[AlertRow, ...]:
+        self._record("alerts_list", open_only, limit)
+        return tuple(await self.trust.tables.alerts(open_only, limit))
+
+    async def acknowledge_alert(self, alert_id: int | str, by: str, comment: str = "") -> AlertRow:
+        self._record("acknowledge_alert", alert_id, by, comment)
+        rows = self.trust.tables.alert_rows
+        row = rows.get(int(alert_id))
+        if row is None:
+            raise InputError(f"no alert #{alert_id}")
+        if row.open:
+            row = rows[row.id] = dataclasses.replace(row, acknowledged_by=by, acknowledged_at=self.clock(),
+                                                     ack_comment=comment)
+        self.emit(AlertChanged(row, self.clock()))
+        return row
+
+    # --- gateway and traces ------------------------------------------------------------------------
+    async def gateway_decisions(self, limit: int = 200) -> tuple:
+        self._record("gateway_decisions", limit)
+        return self.decisions[:limit]
+
+    async def trace(self, trace_id: str) -> tuple:
+        self._record("trace", trace_id)
+        return self.traces.get(trace_id, ())
+
+
+@dataclass
+class FakeSession:
+    engine: FakeEngine
+    service: EngineService
+    errors: list[str] = field(default_factory=list)
+
+
+def fake_service(qtbot, engine: FakeEngine | None = None, **engine_kwargs) -> FakeSession:
+    """A started EngineService over a FakeEngine (needs the qasync_loop fixture). Errors it reports are
+    collected in `errors`: a test that expects none asserts it is empty."""
+    engine = engine or FakeEngine(**engine_kwargs)
+    service = EngineService(engine)        # type: ignore[arg-type] - the engine surface the adapters use
+    session = FakeSession(engine, service)
+    service.sig_error.connect(session.errors.append)
+    with qtbot.waitSignal(service.sig_ready, timeout=5_000):
+        service.start()
+    return session

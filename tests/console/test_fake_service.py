@@ -1,0 +1,56 @@
+"""The fake engine drives the real EngineService: typed events reach the adapters' signals through the one
+routing table, and panels built on it behave as on a real engine (no fleet, no store)."""
+from __future__ import annotations
+
+from engine import AgentState
+
+from console.main_window import MainWindow
+
+from . import recorded
+from .fakes import FakeEngine, fake_service
+
+
+def test_every_routed_event_type_reaches_its_signal(qtbot, qasync_loop, tmp_path):
+    views = recorded.fleet_views(tmp_path)
+    session = fake_service(qtbot, agents=views)
+    service, engine = session.service, session.engine
+    assert service.ready and engine.called("start") == [()]
+
+    changed, started, enqueued, updated = [], [], [], []
+    service.fleet.sig_agent_changed.connect(changed.append)
+    service.questions.sig_started.connect(lambda trace, question: started.append((trace, question)))
+    service.reviews.sig_changed.connect(enqueued.append)
+    service.trust.sig_updated.connect(updated.append)
+    item = recorded.review_item(7)
+    engine.emit(*recorded.agents_up(views), recorded.question_received(), recorded.review_enqueued(item),
+                recorded.trust_updated(recorded.score_points("gen-liar", [0.75, 0.4, 0.18], "quarantined")))
+    assert [v.spec.id for v in changed] == [v.spec.id for v in views]
+    assert started == [(recorded.TRACE, recorded.QUESTION)]
+    assert enqueued == [item]
+    assert [p.score for p in updated[0].points] == [0.75, 0.4, 0.18]
+    assert session.errors == []
+
+
+def test_a_window_on_the_fake_engine_fills_its_panels_from_recorded_events(qtbot, qasync_loop, tmp_path):
+    views = recorded.fleet_views(tmp_path, state=AgentState.STARTING)
+    engine = FakeEngine(views, reviews=[recorded.review_item(1)], alerts=recorded.ALERTS)
+    session = fake_service(qtbot, engine)
+    window = MainWindow(session.service)
+    qtbot.addWidget(window)
+    engine.emit(*recorded.agents_up(views), recorded.quarantined(views[-1]))
+    window.approvals_panel.reload()
+    qtbot.waitUntil(lambda: window.approvals_panel.model.rowCount() == 1, timeout=2_000)
+    assert window.fleet_panel.summary() == "all 6 agents up · 1 quarantined"
+    assert window.dock_title("approvals") == "Approvals (1 pending)" and window.needs_attention("approvals")
+    assert session.errors == []
+
+
+def test_a_refusal_from_the_engine_reaches_the_operator_as_text(qtbot, qasync_loop, tmp_path):
+    session = fake_service(qtbot, agents=recorded.fleet_views(tmp_path))
+    failures = []
+    session.service.reviews.sig_failed.connect(lambda item_id, why: failures.append((item_id, why)))
+    with qtbot.waitSignal(session.service.reviews.sig_failed, timeout=2_000):
+        session.service.reviews.decide(99, True, "matches operator knowledge")
+    assert failures == [(99, "no review item #99")]
+    assert session.engine.called("decide") == [(99, True, session.service.operator, "matches operator knowledge", "")]
+    assert session.errors == []          # a refusal is the form's business, not a toast
