@@ -79,6 +79,8 @@ class LimitSettings:
     max_reply_bytes: int = 2_000_000
     connect_timeout_s: float = 2.0
     max_connections: int = 32
+    slow_after_ms: float = 2000.0     # an up agent whose median reply over its last 50 calls is slower is "slow"
+    slow_after_timeouts: int = 3      # ... as is one whose last this many calls all timed out
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,11 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                                                        f"found {settings.retrieval.embedder!r}")
     if settings.retrieval.context_k < 1:
         raise ConfigError(file, "retrieval.context_k", "must be at least 1")
+    if settings.limits.slow_after_ms <= 0:
+        raise ConfigError(file, "limits.slow_after_ms", f"must be positive, found {settings.limits.slow_after_ms}")
+    if settings.limits.slow_after_timeouts < 1:
+        raise ConfigError(file, "limits.slow_after_timeouts",
+                          f"must be at least 1, found {settings.limits.slow_after_timeouts}")
     return settings
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -18,7 +19,8 @@ from .alerts.rules import alerts_for
 from .alerts.silences import Silence
 from .config import EngineSettings, FleetConfig
 from .corpus import load_corpus
-from .errors import AgentError, InputError
+from .demo import DemoTraffic
+from .errors import AgentError, FleetError, InputError
 from .reputation.answer_evidence import DecidedAnswer
 from .gateway.build import build_gateway
 from .gateway.permissions import PermissionMatrix
@@ -27,11 +29,11 @@ from .gateway.tools import ToolBroker, ToolCallResult
 from .memory import MemoryStore, RollbackResult, SnapshotSchedule
 from .memory.policy import row_id
 from .pipeline import Pipeline, QuestionBlocked
-from .registry import AgentRegistry, AgentView
+from .registry import AgentRegistry, AgentView, SlowRule
 from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
 from .text import sentences
-from .review import ReviewItem, ReviewQueue, needs_review
+from .review import DecisionOutcome, ReviewItem, ReviewQueue, check_decision, check_operator, needs_review
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.audit_log import AuditLog
 from .store.db import Store
@@ -68,7 +70,7 @@ class Engine:
         self.cache_dir = Path(cache_dir or default_cache_dir())
         self.trust = TrustKeeper(self.store, settings.reputation, clock=clock)   # the reputation book, on the same file
         self.alerts = AlertBook(self.store, clock=clock)   # operators' alerts and silences, on the same file
-        self.registry = AgentRegistry(fleet, trust=self.trust)
+        self.registry = AgentRegistry(fleet, trust=self.trust, clock=clock, slow=SlowRule.from_limits(settings.limits))
         self.client = AgentClient(settings.limits, transport=transport)
         self.launcher = FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state) if launch else None
         self.embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), self.cache_dir / "engine")
@@ -87,6 +89,10 @@ class Engine:
         self.pipeline.memory = self.memory
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
+        self._fleet_stopped = False          # the operator stopped the built-in fleet (stop_fleet)
+        self._fleet_busy = ""                # "starting" or "stopping" while start_fleet / stop_fleet runs
+        # Demo questions at a chosen rate (off until started); stamped with the engine's clock.
+        self.demo = DemoTraffic(self.ask, self._emit, stamp=clock)
 
     # --- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -149,7 +155,8 @@ class Engine:
             self._on_agent_state(view.spec.id, AgentState.DOWN, view.url, exc.reason)
 
     async def aclose(self) -> None:
-        """Stops in order: the fleet, pending writes, the client, the store."""
+        """Stops in order: demo traffic (its questions answered), the fleet, pending writes, the client, the store."""
+        await self.demo.aclose()
         if self.launcher:
             await self.launcher.stop()
         if self._tasks:
@@ -169,10 +176,11 @@ class Engine:
     def agents(self) -> tuple[AgentView, ...]:
         return self.registry.all()
 
-    async def ask(self, question: str, tier: RiskTier | None = None) -> Answer:
-        """tier: the operator's choice; None lets the settings' risk rules classify the question."""
+    async def ask(self, question: str, tier: RiskTier | None = None, trace_id: str | None = None) -> Answer:
+        """tier: the operator's choice; None lets the settings' risk rules classify the question.
+        trace_id: the caller's own (the console follows its question's progress by it); a new one if None."""
         try:
-            answer = await self.pipeline.ask(question, tier)
+            answer = await self.pipeline.ask(question, tier, trace_id)
         except QuestionBlocked as blocked:
             await self._record_blocked(blocked)
             raise
@@ -222,6 +230,27 @@ class Engine:
         await self._after_trust_change(update)
         return item
 
+    # --- review: one decision on several items (engine.review) ------------------------------------
+    async def decide_many(self, item_ids, approve: bool, operator: str, reason: str,
+                          note: str = "") -> tuple[DecisionOutcome, ...]:
+        """The same decision on each item in turn, each as `decide` makes it (its own transaction with its
+        audit event, then the reputation it moves), so an item decided meanwhile or unknown fails alone:
+        one outcome per distinct id, in order, each with the item as the store now has it. A reason that
+        is not listed, "other" without a note, or no operator name refuses them all (InputError)."""
+        reason, note = check_decision(approve, reason, note)
+        operator = check_operator(operator)
+        outcomes = []
+        for item_id in dict.fromkeys(item_ids):
+            try:
+                outcomes.append(DecisionOutcome(item_id, await self.decide(item_id, approve, operator, reason, note)))
+            except InputError as refused:
+                try:
+                    now = await self.review.get(item_id)
+                except InputError:       # not even a number
+                    now = None
+                outcomes.append(DecisionOutcome(item_id, now, str(refused)))
+        return tuple(outcomes)
+
     def _known(self, agent_id: str) -> None:
         try:
             self.registry.get(agent_id)
@@ -241,6 +270,66 @@ class Engine:
                 record = self.trust.book.record(agent_id)
                 self.registry.set_trust(agent_id, round(record.score, 4), record.state.value)
                 self._emit(AgentChanged(self.registry.get(agent_id), "", self.clock()))
+
+    # --- the built-in fleet: the operator stops and starts it ------------------------------------
+    @property
+    def fleet_stopped(self) -> bool:
+        """True after stop_fleet until start_fleet brings the built-in agents back."""
+        return self._fleet_stopped
+
+    async def stop_fleet(self, operator: str) -> tuple[AgentView, ...]:
+        """Stops every built-in agent's process and marks it stopped (audited as fleet.stopped). External
+        agents are not the launcher's and stay as they are. Questions still run meanwhile: no stopped agent
+        is asked, and one under way gets no reply from them (each call becomes that agent's outcome)."""
+        launcher, operator = self._fleet_launcher("stopped", operator)
+        if self._fleet_stopped:
+            raise InputError("the built-in fleet is already stopped")
+        agents = [spec.id for spec in launcher.builtin_agents()]
+        with self._fleet_action("stopping"):
+            await launcher.stop(on_exit=lambda agent_id: self._show_stopped(agent_id, f"stopped by {operator}"))
+            self._fleet_stopped = True
+            await self.store.audit("", operator, "fleet.stopped", {"agents": agents})
+        return tuple(self.registry.get(a) for a in agents)
+
+    async def start_fleet(self, operator: str) -> tuple[AgentView, ...]:
+        """Starts the built-in agents again, as new processes on new ports (audited as fleet.started, with
+        the agents that came up). Their states reach listeners as the launcher reports them."""
+        launcher, operator = self._fleet_launcher("started", operator)
+        if not self._fleet_stopped:
+            raise InputError("the built-in fleet is already running")
+        agents = [spec.id for spec in launcher.builtin_agents()]
+        with self._fleet_action("starting"):
+            try:
+                urls = await launcher.start()
+            except FleetError as exc:    # the launcher stopped what it had started
+                for agent_id in agents:
+                    self._show_stopped(agent_id, f"could not start: {exc}")
+                raise
+            self._fleet_stopped = False
+            await self.store.audit("", operator, "fleet.started", {"agents": agents, "up": sorted(urls)})
+        return tuple(self.registry.get(a) for a in agents)
+
+    def _fleet_launcher(self, done: str, operator: str) -> tuple[FleetLauncher, str]:
+        """The launcher and the operator's name (spaces collapsed), or InputError saying why not now."""
+        if self.launcher is None:
+            raise InputError(f"this engine runs no built-in fleet, so it cannot be {done}")
+        if self._fleet_busy:
+            raise InputError(f"the built-in fleet is {self._fleet_busy} already; wait until it is done")
+        name = " ".join(str(operator or "").split())
+        if not name:
+            raise InputError(f"the fleet cannot be {done} without the operator's name (it is audited)")
+        return self.launcher, name
+
+    @contextlib.contextmanager
+    def _fleet_action(self, doing: str):
+        self._fleet_busy = doing
+        try:
+            yield
+        finally:
+            self._fleet_busy = ""
+
+    def _show_stopped(self, agent_id: str, detail: str) -> None:
+        self._emit(AgentChanged(self.registry.mark_stopped(agent_id, detail), "", self.clock()))
 
     # --- alerts: acknowledge, silence (engine.alerts) ---------------------------------------------
     async def _announce_alerts(self, alerts: tuple[AlertRow, ...], trace_id: str) -> None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:   # only for annotations: the registry and the review queue im
     from .alerts.row import AlertRow
     from .alerts.silences import Silence
     from .cascade.types import CascadeOutcome, StageScore
+    from .stages.model import StageKind
     from .gateway.report import GatewayFlag
     from .registry import AgentView
     from .review import ReviewItem
@@ -78,6 +79,20 @@ class CascadeResolved:
 
 
 @dataclass(frozen=True)
+class StageProgressed:
+    """A stage of a question started (kind None: a step says what it was only when it returns) or finished:
+    live progress for the console. A cascade mitigation's re-run starts an earlier index again (attempt + 1)."""
+    trace_id: str
+    index: int
+    total: int                   # stages planned for the question
+    attempt: int
+    kind: "StageKind | None"
+    elapsed_ms: float            # 0 while it runs
+    confidence: float | None     # the stage's own confidence, once finished
+    at: float
+
+
+@dataclass(frozen=True)
 class AlertsRaised:
     """New alerts, every one recorded: the reputation book's and the alert rules' (engine.alerts). Each
     row says which active silence mutes it now (silenced_by): a muted alert is listed but does not notify."""
@@ -109,4 +124,12 @@ class GatewayFlagged:
     """The gateway blocked, sanitised or escalated messages of one question (or its question itself)."""
     flags: tuple["GatewayFlag", ...]
     trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class DemoTrafficChanged:
+    """Demo traffic (engine.demo) started, stopped, changed rate, or its counts moved (at most once a second
+    while it runs): asked, answered, failed, skipped, in flight, the rate and whether it runs."""
+    stats: Any                   # engine.demo.DemoStats
     at: float

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-import uuid
 from typing import Callable
 
 from .agents.client import AgentClient, CallResult, outcome
@@ -17,9 +16,9 @@ from .agents.remote import RemoteVerifier
 from .errors import AgentError, InputError
 from .cascade.monitor import CascadeMonitor
 from .cascade.monitors import Monitors
-from .events import CascadeResolved, CascadeScored, QuestionReceived
+from .events import CascadeResolved, CascadeScored, QuestionReceived, StageProgressed
 from .gateway.decision import Action, Screening
-from .gateway.envelope import Envelope, lowest
+from .gateway.envelope import Envelope, lowest, new_trace_id
 from .gateway.gateway import Gateway
 from .gateway.observer import GatewayObserver
 from .gateway.permissions import MEMORY_WRITE, MemoryOp
@@ -37,10 +36,6 @@ from .types import AgentKind, Answer, Chunk, Citation, ContextChunk, Event, Risk
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[object], None]   # engine.events types and generic Events
-
-
-def new_trace_id() -> str:
-    return uuid.uuid4().hex
 
 
 def screen_question(question: str, max_chars: int) -> str:
@@ -80,6 +75,13 @@ class Pipeline:
         self.clock = clock
         self.monitors = Monitors(secure.embedder, settings.cascade, coverage=settings.generation.claim_coverage,
                                  alignment=settings.generation.alignment)
+
+    def _progress_reporter(self, trace_id: str):
+        def report(index: int, total: int, attempt: int, result) -> None:
+            self.emit(StageProgressed(trace_id, index, total, attempt, result.kind if result else None,
+                                      result.elapsed_ms if result else 0.0,
+                                      result.confidence if result else None, self.clock()))
+        return report
 
     def _event(self, kind: str, trace_id: str, **payload) -> None:
         self.emit(Event(kind, trace_id, payload, self.clock()))
@@ -167,7 +169,7 @@ class Pipeline:
         # The gateway looks at every stage boundary first: an instruction in a stage's output stops there.
         observers = [GatewayObserver(session)] if self.gateway is not None else []
         runner = StageRunner(observers + ([monitor] if monitor else []), max_reruns=self.settings.cascade.max_reruns,
-                             offload=True)
+                             offload=True, on_progress=self._progress_reporter(trace_id))
         run = await runner.run(Trajectory(question, trace_id, decomposition), plan)
         cascade = monitor.outcome(run) if monitor else None
         if cascade is not None and cascade.fired and self.settings.cascade.reviews(tier.value):
@@ -183,8 +185,9 @@ class Pipeline:
             verdict, text, reason, citations = Verdict.ABSTAINED, "", f"held for review: {run.halted.reason}", ()
             candidates = hops.decision.candidates if hops.decision is not None else ()
         elif decision is None:
-            verdict, text, reason, candidates, citations = (
-                Verdict.NO_ANSWER, "", "no retriever returned usable evidence", (), ())
+            why = ("no retriever returned usable evidence" if outcomes else
+                   "no agent answered: no retriever is up and eligible (down, stopped or kept off this tier)")
+            verdict, text, reason, candidates, citations = (Verdict.NO_ANSWER, "", why, (), ())
         else:
             verdict, reason, candidates = decision.verdict, decision.reason, decision.candidates
             text = decision.chosen.generation.answer if decision.chosen else ""

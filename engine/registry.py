@@ -1,13 +1,26 @@
-"""Who is in the fleet right now: each agent's spec, URL, state, last call and standing in the
-reputation book; who may take work at a given risk tier."""
+"""Who is in the fleet right now: each agent's spec, URL, state, recent calls and standing in the
+reputation book; who may take work at a given risk tier.
+
+Besides the lifetime call counts (kept in the store), the registry keeps each agent's last
+STATS_WINDOW calls in memory: their median latency and error rate, the time of its last usable reply
+(from the engine's clock), and whether the slowness rule (SlowRule, from [limits] in engine.toml)
+calls it slow. `AgentView.status` folds process state, standing and slowness into the one word the
+Fleet panel shows.
+"""
 from __future__ import annotations
 
 import dataclasses
+import enum
+import statistics
+import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import Callable, Mapping, Protocol, Sequence
 
-from .config import ROLE_OPERATION, FleetConfig
+from .config import ROLE_OPERATION, FleetConfig, LimitSettings
 from .types import AgentOutcome, AgentSpec, AgentState, CallStatus, RiskTier, Role
+
+STATS_WINDOW = 50        # calls per agent behind its latency median and error rate
 
 
 class TrustGate(Protocol):
@@ -15,6 +28,60 @@ class TrustGate(Protocol):
     def eligible(self, agent_id: str, tier: RiskTier) -> tuple[bool, str]: ...
     def snapshot(self) -> Mapping[str, float]: ...
     def state_of(self, agent_id: str) -> str: ...
+
+
+class FleetState(str, enum.Enum):
+    """What the Fleet panel says of an agent, in one word (AgentView.status). The process comes first
+    (an agent that is not running takes no work whatever its standing), then its standing in the
+    reputation book, then how fast it answers."""
+    DISABLED = "disabled"          # enabled = false in the fleet file
+    STOPPED = "stopped"            # the operator stopped the built-in fleet
+    DOWN = "down"
+    STARTING = "starting"
+    QUARANTINED = "quarantined"    # the reputation book gives it no work
+    PROBATION = "probation"        # low-risk work only, capped vote
+    SLOW = "slow"                  # up, but SlowRule says it answers slowly
+    UP = "up"
+
+
+@dataclass(frozen=True)
+class CallSample:
+    """One call of an agent, as the statistics window keeps it."""
+    status: CallStatus
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class SlowRule:
+    """When an up agent counts as slow: the median latency of its recent calls is above after_ms, or its
+    last `timeouts` calls all timed out. A refused connection measures no latency and is left out."""
+    after_ms: float = 2000.0
+    timeouts: int = 3
+
+    @classmethod
+    def from_limits(cls, limits: LimitSettings) -> "SlowRule":
+        return cls(after_ms=limits.slow_after_ms, timeouts=limits.slow_after_timeouts)
+
+    def why_slow(self, calls: Sequence[CallSample]) -> str:
+        """Why these calls (oldest first) make the agent slow, or "" if they do not."""
+        last = tuple(calls)[-self.timeouts:]
+        if len(last) == self.timeouts and all(c.status is CallStatus.TIMEOUT for c in last):
+            return f"its last {self.timeouts} calls timed out" if self.timeouts > 1 else "its last call timed out"
+        p50 = median_latency(calls)
+        if p50 is not None and p50 > self.after_ms:
+            return f"median reply {p50:,.0f} ms over its last {len(calls)} calls (slow above {self.after_ms:,.0f} ms)"
+        return ""
+
+
+def median_latency(calls: Sequence[CallSample]) -> float | None:
+    """Median latency of the calls that got a reply or timed out (None when there is none)."""
+    latencies = [c.latency_ms for c in calls if c.status is not CallStatus.DOWN]
+    return statistics.median(latencies) if latencies else None
+
+
+def error_rate(calls: Sequence[CallSample]) -> float | None:
+    """Share of the calls without a usable reply (None before any call)."""
+    return sum(c.status is not CallStatus.OK for c in calls) / len(calls) if calls else None
 
 
 @dataclass(frozen=True)
@@ -29,11 +96,36 @@ class AgentView:
     ok_calls: int = 0
     trust_score: float | None = None     # the reputation book's score (None before the book has it)
     trust_state: str = "active"          # active | probation | quarantined
+    # Over the last STATS_WINDOW calls (this run of the engine): None before the first call.
+    latency_p50_ms: float | None = None
+    error_rate: float | None = None
+    recent_calls: int = 0                # calls in that window
+    last_seen: float | None = None       # engine clock time of the last usable reply
+    slow_reason: str = ""                # why SlowRule calls it slow; "" when it is not
+    stopped: bool = False                # down because the operator stopped the built-in fleet
 
     @property
     def reliability(self) -> float | None:
         """Share of this agent's calls that returned a usable reply (None before any call)."""
         return self.ok_calls / self.calls if self.calls else None
+
+    @property
+    def status(self) -> FleetState:
+        """The one word for the Fleet panel: process state, then standing (quarantined and probation win
+        over up and slow), then slowness."""
+        if self.state is AgentState.DISABLED:
+            return FleetState.DISABLED
+        if self.stopped:
+            return FleetState.STOPPED
+        if self.state is AgentState.DOWN:
+            return FleetState.DOWN
+        if self.state is AgentState.STARTING:
+            return FleetState.STARTING
+        if self.trust_state == "quarantined":
+            return FleetState.QUARANTINED
+        if self.trust_state == "probation":
+            return FleetState.PROBATION
+        return FleetState.SLOW if self.slow_reason else FleetState.UP
 
 
 def permitted(spec: AgentSpec) -> bool:
@@ -43,12 +135,17 @@ def permitted(spec: AgentSpec) -> bool:
 
 
 class AgentRegistry:
-    def __init__(self, fleet: FleetConfig, trust: TrustGate | None = None) -> None:
+    def __init__(self, fleet: FleetConfig, trust: TrustGate | None = None, *,
+                 clock: Callable[[], float] = time.time, slow: SlowRule = SlowRule()) -> None:
         self.trust = trust
+        self.clock = clock
+        self.slow = slow
         self._views: dict[str, AgentView] = {}
+        self._windows: dict[str, deque[CallSample]] = {}
         for spec in fleet.agents:
             state = AgentState.DISABLED if not spec.enabled else (AgentState.STARTING if spec.builtin else AgentState.UP)
             self._views[spec.id] = AgentView(spec=spec, url=spec.url, state=state)
+            self._windows[spec.id] = deque(maxlen=STATS_WINDOW)
 
     def all(self) -> tuple[AgentView, ...]:
         return tuple(self._views.values())
@@ -57,8 +154,15 @@ class AgentRegistry:
         return self._views[agent_id]
 
     def set_state(self, agent_id: str, state: AgentState, url: str = "", detail: str = "") -> AgentView:
+        """What the launcher or a health check reports; any report of the process ends "stopped"."""
         view = self._views[agent_id]
-        view = dataclasses.replace(view, state=state, url=url or view.url, detail=detail)
+        view = dataclasses.replace(view, state=state, url=url or view.url, detail=detail, stopped=False)
+        self._views[agent_id] = view
+        return view
+
+    def mark_stopped(self, agent_id: str, detail: str) -> AgentView:
+        """The operator stopped this built-in agent: down on purpose, its old URL gone (a restart gets a new port)."""
+        view = dataclasses.replace(self._views[agent_id], state=AgentState.DOWN, url="", detail=detail, stopped=True)
         self._views[agent_id] = view
         return view
 
@@ -74,11 +178,17 @@ class AgentRegistry:
         state = view.state
         if outcome.status is CallStatus.DOWN:
             state = AgentState.DOWN
-        elif ok and state is AgentState.DOWN:
+        elif ok and state is AgentState.DOWN and not view.stopped:    # a reply from before the stop revives nothing
             state = AgentState.UP
+        window = self._windows[outcome.agent_id]
+        window.append(CallSample(outcome.status, outcome.latency_ms))
+        recent = tuple(window)
         view = dataclasses.replace(view, state=state, last_status=outcome.status, last_latency_ms=outcome.latency_ms,
                                    calls=view.calls + 1, ok_calls=view.ok_calls + ok,
-                                   detail=outcome.error if not ok else view.detail)
+                                   detail=outcome.error if not (ok or view.stopped) else view.detail,
+                                   latency_p50_ms=median_latency(recent), error_rate=error_rate(recent),
+                                   recent_calls=len(recent), last_seen=self.clock() if ok else view.last_seen,
+                                   slow_reason=self.slow.why_slow(recent))
         self._views[outcome.agent_id] = view
         return view
 

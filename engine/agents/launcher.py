@@ -50,8 +50,11 @@ class FleetLauncher:
         return [a for a in self.fleet.agents if a.builtin and a.enabled]
 
     async def start(self) -> dict[str, str]:
-        """Spawns every enabled built-in agent; returns {agent_id: url} of those that came up in time."""
+        """Spawns every enabled built-in agent; returns {agent_id: url} of those that came up in time.
+        After stop() it starts them all again, as new processes on new ports."""
         self._loop = asyncio.get_running_loop()
+        self._stopping = False
+        self._children, self._threads = {}, []     # stop() joined the old watchers; their children are gone
         log_dir = self.cache_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         # One compute thread per agent: several agents share two cores, and idle OpenMP workers spin.
@@ -92,7 +95,8 @@ class FleetLauncher:
         def deliver() -> None:
             if child.ready and not child.ready.done():
                 child.ready.set_result(state)
-            self.on_state(child.spec.id, state, child.url, detail)
+            if self._children.get(child.spec.id) is child:     # not a process from before a restart
+                self.on_state(child.spec.id, state, child.url, detail)
         loop = self._loop
         if loop and not loop.is_closed():
             try:
@@ -118,8 +122,9 @@ class FleetLauncher:
             return "no log"
         return " | ".join(lines) or "no output"
 
-    async def stop(self, grace_s: float = 5.0) -> None:
-        """Terminates every agent, waits up to grace_s, then kills what is left."""
+    async def stop(self, grace_s: float = 5.0, on_exit: Callable[[str], None] | None = None) -> None:
+        """Terminates every agent, waits up to grace_s, then kills what is left; on_exit(agent_id) as each
+        one's process is gone."""
         self._stopping = True
         children = list(self._children.values())
         for child in children:
@@ -134,5 +139,7 @@ class FleetLauncher:
                 child.process.wait()
             if child.process.stdout:
                 child.process.stdout.close()
+            if on_exit is not None:
+                on_exit(child.spec.id)
         for thread in self._threads:
             thread.join(timeout=1.0)

@@ -40,6 +40,14 @@ def allowed_reasons_text(approve: bool) -> str:
     return " | ".join(f'"{r}"' for r in reasons_for(approve))
 
 
+def check_operator(operator: str) -> str:
+    """The operator's name with its spaces collapsed; raises InputError when there is none."""
+    name = " ".join(str(operator or "").split())
+    if not name:
+        raise InputError("a decision needs the operator's name")
+    return name
+
+
 def check_decision(approve: bool, reason: str, note: str = "") -> tuple[str, str]:
     """Returns (reason as listed, note stripped); raises InputError naming the problem and the allowed reasons.
     Reasons match without regard to case or surrounding spaces; "other" needs a note saying what it is."""

@@ -15,34 +15,18 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import InputError
 from ..store.db import Store
 from ..types import Answer, RiskTier, Verdict, to_jsonable
-from .policy import check_decision
+from .payload import (AgentSummary, CandidateSummary, CascadeSummary, ClaimSummary, Position, agents_from_payload,
+                      candidates_from_payload, cascade_from_payload, decided_agents, positions_of)
+from .policy import check_decision, check_operator
+
+__all__ = ["ReviewStatus", "ReviewItem", "DecisionOutcome", "ReviewQueue", "STATUS_FILTERS", "CandidateSummary",
+           "ClaimSummary"]
 
 
 class ReviewStatus(str, enum.Enum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
-
-
-@dataclass(frozen=True)
-class ClaimSummary:
-    text: str
-    supported: bool
-    coverage: float
-    reason: str
-    citations: tuple[str, ...]
-    label: str = ""          # the verifiers' label (supported | refuted | not_enough_evidence) when the answer has one
-
-
-@dataclass(frozen=True)
-class CandidateSummary:
-    """One generator's answer as the queue shows it to the operator."""
-    agent_id: str
-    answer: str
-    support_rate: float
-    credibility: float
-    agreeing: tuple[str, ...]
-    claims: tuple[ClaimSummary, ...]
 
 
 @dataclass(frozen=True)
@@ -74,7 +58,38 @@ class ReviewItem:
 
     @property
     def citations(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(c for c in self.payload.get("citations", ()) if isinstance(c, Mapping))
+        return tuple(c for c in self.payload.get("citations", ()) or () if isinstance(c, Mapping))
+
+    @property
+    def positions(self) -> tuple[Position, ...]:
+        """The competing positions: candidates grouped by agreement, most credible first."""
+        return positions_of(self.candidates_summary)
+
+    @property
+    def cascade_summary(self) -> CascadeSummary | None:
+        return cascade_from_payload(self.payload)
+
+    @property
+    def agents_summary(self) -> tuple[AgentSummary, ...]:
+        return agents_from_payload(self.payload)
+
+    @property
+    def decision_counts_for(self) -> tuple[str, ...]:
+        """The agents a decision credits (approve) or debits (reject)."""
+        return decided_agents(self.payload)
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """One item of a bulk decision: decided, or refused (and why), with the item as the store now has it
+    (None when no such item exists)."""
+    item_id: int | str
+    item: ReviewItem | None
+    refusal: str = ""
+
+    @property
+    def decided(self) -> bool:
+        return not self.refusal
 
 
 _COLUMNS = ("id", "trace_id", "question", "tier", "verdict", "status", "why", "created_at", "payload",
@@ -86,35 +101,13 @@ _ORDER = ("ORDER BY status != 'pending', CASE WHEN status = 'pending' THEN creat
 STATUS_FILTERS = ("pending", "approved", "rejected", "all")
 
 
-def _candidates(payload: Mapping[str, Any]) -> tuple[CandidateSummary, ...]:
-    """Read defensively: the Answer may grow fields, and old rows keep the shape they were written with."""
-    out = []
-    for cand in payload.get("candidates", ()) or ():
-        if not isinstance(cand, Mapping):
-            continue
-        generation = cand.get("generation") or {}
-        claims = []
-        for check in cand.get("checks", ()) or ():
-            claim = check.get("claim") or {}
-            claims.append(ClaimSummary(text=str(claim.get("text", "")), supported=bool(check.get("supported")),
-                                       coverage=float(check.get("coverage") or 0.0), reason=str(check.get("reason", "")),
-                                       citations=tuple(str(c) for c in claim.get("citations", ()) or ()),
-                                       label=str(check.get("label") or "")))
-        out.append(CandidateSummary(agent_id=str(cand.get("agent_id", "")), answer=str(generation.get("answer", "")),
-                                    support_rate=float(cand.get("support_rate") or 0.0),
-                                    credibility=float(cand.get("credibility") or 0.0),
-                                    agreeing=tuple(str(a) for a in cand.get("agreeing", ()) or ()),
-                                    claims=tuple(claims)))
-    return tuple(out)
-
-
 def _item(row: Sequence[Any]) -> ReviewItem:
     values = dict(zip(_COLUMNS, row))
     payload = json.loads(values["payload"])
     return ReviewItem(id=values["id"], trace_id=values["trace_id"], question=values["question"],
                       tier=RiskTier(values["tier"]), verdict=Verdict(values["verdict"]),
                       status=ReviewStatus(values["status"]), why=values["why"], created_at=values["created_at"],
-                      answer_text=str(payload.get("answer", "")), candidates_summary=_candidates(payload),
+                      answer_text=str(payload.get("answer", "")), candidates_summary=candidates_from_payload(payload),
                       decided_by=values["decided_by"] or "", reason=values["reason"] or "", note=values["note"] or "",
                       decided_at=values["decided_at"], payload=payload)
 
@@ -169,9 +162,7 @@ class ReviewQueue:
         Raises InputError for a reason not in APPROVE_REASONS / REJECT_REASONS, "other" without a note,
         an empty operator name, an unknown id or an item that was already decided."""
         reason, note = check_decision(approve, reason, note)
-        operator = " ".join(str(operator or "").split())
-        if not operator:
-            raise InputError("a decision needs the operator's name")
+        operator = check_operator(operator)
         return await self._store.call(self._decide_sync, _item_id(item_id), bool(approve), operator, reason, note)
 
     def _decide_sync(self, item_id: int, approve: bool, operator: str, reason: str, note: str) -> ReviewItem:

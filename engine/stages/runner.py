@@ -40,6 +40,8 @@ class Exclusions:
 
 
 Step = Callable[[Trajectory, Exclusions], Awaitable[StageResult]]
+# Called on the loop as each stage starts (result None) and finishes: (index, planned stages, attempt, result).
+Progress = Callable[[int, int, int, "StageResult | None"], None]
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,18 @@ class RunOutcome:
 class StageRunner:
     """max_reruns bounds the rollbacks of one question: a cascade that survives them halts."""
 
-    def __init__(self, observers: Sequence[StageObserver], max_reruns: int = 1, *, offload: bool = False) -> None:
-        """offload: observers run on a worker thread (their checks are CPU work; the console's loop stays free)."""
+    def __init__(self, observers: Sequence[StageObserver], max_reruns: int = 1, *, offload: bool = False,
+                 on_progress: Progress | None = None) -> None:
+        """offload: observers run on a worker thread (their checks are CPU work; the console's loop stays free).
+        on_progress: told of every stage start and end, re-runs included (live progress for an operator)."""
         self.observers = list(observers)
         self.max_reruns = max_reruns
         self.offload = offload
+        self.on_progress = on_progress
+
+    def _progress(self, index: int, total: int, attempt: int, result: StageResult | None) -> None:
+        if self.on_progress is not None:
+            self.on_progress(index, total, attempt, result)
 
     async def run(self, trajectory: Trajectory, steps: Sequence[Step],
                   exclusions: Exclusions = Exclusions()) -> RunOutcome:
@@ -68,9 +77,11 @@ class StageRunner:
         done: list[tuple[int, Intervention]] = []
         while index < len(steps):
             started = time.perf_counter()
+            self._progress(index, len(steps), attempt, None)
             result = await steps[index](trajectory, exclusions)
             result = dataclasses.replace(result, index=index, attempt=attempt,
                                          elapsed_ms=result.elapsed_ms or _ms(started))
+            self._progress(index, len(steps), attempt, result)
             if index in exclusions.caps and result.confidence > exclusions.caps[index]:
                 result = dataclasses.replace(result, confidence=exclusions.caps[index])
             trajectory = trajectory.with_stage(result)

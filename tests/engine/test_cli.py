@@ -87,6 +87,8 @@ def test_fleet_up_serves_health_on_every_agent_until_interrupted(small_fleet_fil
     finally:
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
     assert code == 0
     for url in urls.values():
         try:

@@ -188,3 +188,17 @@ def test_upto_drops_the_stage_and_everything_after_it():
     assert rolled.pool == () and t.pool == (GOOD,)
     assert rolled.question == t.question and rolled.decomposition == t.decomposition
     assert len(t.stages) == 3                                # the original is untouched
+
+
+async def test_progress_is_told_of_every_start_and_end_rerun_included():
+    rerun = Intervention(InterventionKind.RERUN, "bad passage", from_index=1, exclude_passages=frozenset({"p-bad"}))
+    observer = Observer(lambda r: rerun if (r.index, r.attempt) == (2, 0) else None)
+    told = []
+    runner = StageRunner([observer], max_reruns=1,
+                         on_progress=lambda i, total, attempt, result: told.append(
+                             (i, total, attempt, result.output if result else None)))
+    await runner.run(start(), four_steps(Steps()))
+    assert told == [(0, 4, 0, None), (0, 4, 0, "formulate"), (1, 4, 0, None), (1, 4, 0, "retrieve"),
+                    (2, 4, 0, None), (2, 4, 0, "reason"),
+                    (1, 4, 1, None), (1, 4, 1, "retrieve"), (2, 4, 1, None), (2, 4, 1, "reason"),
+                    (3, 4, 1, None), (3, 4, 1, "synthesize")]
