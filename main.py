@@ -34,12 +34,17 @@ COMMAND_MODULES = {
     "gateway": "engine.gateway.train_cli",
     "alerts": "engine.alerts.cli",
     "audit": "engine.audit_cli",
+    "screenshot": "console.gallery",
+    "bench": "console.bench_ui",       # Qt is imported only when it runs
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quorum", description="Operations console for a fleet of RAG agents that may lie.")
     _common(parser, top=True)
+    parser.add_argument("--demo", type=float, metavar="RATE", default=None,
+                        help="the console only: feed the demo questions at RATE a second once the fleet is ready "
+                             "(0.05 to 20; the Demo traffic switch turns it off)")
     sub = parser.add_subparsers(dest="command")
     ask = sub.add_parser("ask", help="answer one question on the fleet, headless")
     ask.add_argument("question")
@@ -320,7 +325,10 @@ def main(argv: list[str] | None = None) -> int:
             return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
         from console.app import run_console
         fleet, settings = _load(args)
-        return run_console(fleet, settings, db_path=args.db)
+        if args.demo is not None:
+            from engine.demo import check_rate
+            check_rate(args.demo)                  # a bad rate is bad input, before any window opens
+        return run_console(fleet, settings, db_path=args.db, demo_rate=args.demo)
     except (ConfigError, InputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

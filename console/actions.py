@@ -31,6 +31,7 @@ class ActionSpec:
     panel: str | None = None   # the dock whose focus scopes the shortcut; None: anywhere in the window
     checkable: bool = False
     group: str = "General"  # the cheat sheet's section and the menu it goes in
+    also: tuple[str, ...] = ()   # other keys for the same action (Shift+? where a layout reports the shift)
 
 
 def _view_actions() -> tuple[ActionSpec, ...]:
@@ -42,7 +43,8 @@ def _view_actions() -> tuple[ActionSpec, ...]:
 
 ACTIONS: tuple[ActionSpec, ...] = (
     # General
-    ActionSpec("help.shortcuts", "&Keyboard shortcuts", "?", "List every shortcut (this sheet)", group="Help"),
+    ActionSpec("help.shortcuts", "&Keyboard shortcuts", "?", "List every shortcut (this sheet)", group="Help",
+               also=("Shift+?", "F1")),
     ActionSpec("question.focus", "Ask a &question", "Ctrl+L", "Put the cursor in the question box"),
     ActionSpec("trace.open", "Open &trace…", "Ctrl+T", "Open a question's whole trace by its trace id"),
     ActionSpec("app.quit", "&Quit", "Ctrl+Q", "Stop the fleet, flush the store and close"),
@@ -54,7 +56,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("demo.toggle", "&Demo traffic", "Ctrl+D",
                "Feed demo questions to the fleet at the chosen rate", checkable=True, group="Fleet"),
     ActionSpec("fleet.start", "&Start the built-in fleet", "", "Start the agent processes again", group="Fleet"),
-    ActionSpec("fleet.stop", "S&top the built-in fleet", "", "Stop every agent process (questions wait)",
+    ActionSpec("fleet.stop", "S&top the built-in fleet", "", "Stop every built-in agent process (questions get no answer until it is started again)",
                group="Fleet"),
     ActionSpec("fleet.quarantine", "&Quarantine agent…", "Q", "Take the selected agent off all work, with a reason",
                panel="fleet", group="Fleet"),
@@ -70,6 +72,10 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("approvals.approve", "&Approve…", "A", "Approve the selected item(s): pick a reason, then Enter",
                panel="approvals", group="Approval queue"),
     ActionSpec("approvals.reject", "Re&ject…", "R", "Reject the selected item(s): pick a reason, then Enter",
+               panel="approvals", group="Approval queue"),
+    ActionSpec("approvals.extend_next", "E&xtend selection down", "Shift+J", "Add the next item to the selection",
+               panel="approvals", group="Approval queue"),
+    ActionSpec("approvals.extend_previous", "Extend selection &up", "Shift+K", "Add the previous item to the selection",
                panel="approvals", group="Approval queue"),
     ActionSpec("approvals.filter", "&Filter…", "/", "Put the cursor in the queue's filter", panel="approvals",
                group="Approval queue"),
@@ -118,7 +124,7 @@ class ActionBook(QObject):
             action.setObjectName(s.id)
             action.setCheckable(s.checkable)
             if s.shortcut:
-                action.setShortcut(QKeySequence(s.shortcut))
+                action.setShortcuts([QKeySequence(k) for k in (s.shortcut, *s.also)])
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut if s.panel is None
                                       else Qt.ShortcutContext.WidgetWithChildrenShortcut)
             tip = f"{s.tip} ({QKeySequence(s.shortcut).toString(QKeySequence.SequenceFormat.NativeText)})" \

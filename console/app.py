@@ -34,7 +34,8 @@ EXIT_OK, EXIT_FAILURE = 0, 1
 
 
 def run_console(fleet: FleetConfig, settings: EngineSettings, db_path: Path | None = None, *,
-                cache_dir: Path | None = None, script: Script | None = None) -> int:
+                cache_dir: Path | None = None, script: Script | None = None, demo_rate: float | None = None) -> int:
+    """demo_rate: start demo traffic at this many questions a second once the fleet is ready (None: off)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("httpx").setLevel(logging.WARNING)     # one INFO line per agent call is noise here
@@ -47,6 +48,8 @@ def run_console(fleet: FleetConfig, settings: EngineSettings, db_path: Path | No
     service = EngineService(engine)
     window = MainWindow(service)
     follow_system(app, window.theme_choice)
+    if demo_rate is not None:
+        service.demo.start_when_ready(demo_rate)
     with asyncio.Runner(loop_factory=lambda: make_loop(app)) as runner:
         try:
             return runner.run(serve(window, service, script))

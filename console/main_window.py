@@ -28,10 +28,13 @@ from engine import Answer
 
 from . import style
 from .actions import ActionBook
+from .batch import Coalescer
 from .docks import PANELS, Area, panel as panel_spec
 from .panels.alerts import AlertsPanel
 from .panels.approvals import ApprovalsPanel
 from .panels.ask import AskPanel
+from .panels.demo_controls import DemoControls
+from .panels.audit import AuditPanel
 from .panels.cascade import CascadePanel
 from .panels.fleet import FleetPanel
 from .panels.gateway import GatewayPanel
@@ -41,6 +44,7 @@ from .panels.trace_view import TraceView
 from .panels.trust import TrustPanel
 from .service import EngineService
 from .settings import console_settings
+from .notify import Notifier
 from .shortcuts_sheet import ShortcutsSheet
 from .toast import Toast
 
@@ -50,6 +54,11 @@ SCREEN_SHARE = 0.9           # of the available screen, when it is larger than D
 TOP_SHARE = 0.36             # of the window's height the top docks (fleet, trust, cascade) start with
 LAYOUT_VERSION = 1           # bump when the panels change so much that an old saved layout misleads
 GEOMETRY_KEY, STATE_KEY, THEME_KEY = "window/geometry", "window/state", "window/theme"
+DEMO_ON_KEY, DEMO_RATE_KEY = "demo/enabled", "demo/rate"      # also console/settings.py: use_scratch_settings
+# On the built-in fleet a first start feeds one round of the demo questions at this rate (about 40 s; the
+# machine keeps up with it), so a new operator sees trust move, liars quarantined and the queue fill within a
+# minute; turning it off is remembered. Continuous traffic is the operator's choice: it fills the real store.
+DEMO_FIRST_RATE = 1.0
 
 
 def first_size(available: QSize | None) -> QSize:
@@ -61,6 +70,18 @@ def first_size(available: QSize | None) -> QSize:
         return available.boundedTo(DEFAULT_SIZE)
     return QSize(max(DEFAULT_SIZE.width(), int(available.width() * SCREEN_SHARE)),
                  max(DEFAULT_SIZE.height(), int(available.height() * SCREEN_SHARE)))
+
+
+def bind_approval_actions(book: ActionBook, approvals: ApprovalsPanel) -> None:
+    """The approval queue's keys (J, K, N, A, R, Shift+J/K, /) on the panel's methods."""
+    book.bind("approvals.next", approvals.select_next)
+    book.bind("approvals.previous", approvals.select_previous)
+    book.bind("approvals.next_pending", approvals.select_next_pending)
+    book.bind("approvals.approve", lambda: approvals.open_form(approve=True))
+    book.bind("approvals.reject", lambda: approvals.open_form(approve=False))
+    book.bind("approvals.filter", approvals.focus_filter)
+    book.bind("approvals.extend_next", approvals.extend_next)
+    book.bind("approvals.extend_previous", approvals.extend_previous)
 
 
 class MainWindow(QMainWindow):
@@ -77,7 +98,7 @@ class MainWindow(QMainWindow):
         self._close_requested = False
         self._ready = False
 
-        self.actions = ActionBook(self)
+        self.action_book = ActionBook(self)
         self._make_panels(service)
         self.docks: dict[str, QDockWidget] = {}
         self._make_docks()
@@ -103,11 +124,13 @@ class MainWindow(QMainWindow):
         self.gateway_panel = GatewayPanel(service)
         self.memory_panel = MemoryPanel(service)
         self.tools_panel = ToolCallsPanel(service)
+        self.audit_panel = AuditPanel(service)
         self.trace_view = TraceView(service, self)
         self.panels: dict[str, QWidget] = {
             "fleet": self.fleet_panel, "questions": self.ask_panel, "approvals": self.approvals_panel,
             "alerts": self.alerts_panel, "trust": self.trust_panel, "cascade": self.cascade_panel,
             "gateway": self.gateway_panel, "memory": self.memory_panel, "tools": self.tools_panel,
+            "audit": self.audit_panel,
         }
 
     def _make_docks(self) -> None:
@@ -131,7 +154,10 @@ class MainWindow(QMainWindow):
             dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
                              | QDockWidget.DockWidgetFeature.DockWidgetFloatable
                              | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-            self.actions.attach(spec.id, dock)
+            self.action_book.attach(spec.id, dock)
+            set_shown = getattr(widget, "set_shown", None)
+            if callable(set_shown):      # Qt keeps a dock behind another tab "visible": tell the panel itself
+                dock.visibilityChanged.connect(set_shown)
             self.docks[spec.id] = dock
 
     def _lay_out_default(self) -> None:
@@ -263,6 +289,8 @@ class MainWindow(QMainWindow):
                     bar.setTabTextColor(index, style.tones().bad if wanted else bar.palette().windowText().color())
 
     def dock_title(self, panel_id: str) -> str:
+        """The dock's title as it stands (a refresh still waiting in the batch is done first)."""
+        self._titles.flush_now()
         return self.docks[panel_id].windowTitle()
 
     def is_front(self, panel_id: str) -> bool:
@@ -272,7 +300,7 @@ class MainWindow(QMainWindow):
 
     # --- menus and actions ------------------------------------------------------------------
     def _make_menus(self) -> None:
-        a = self.actions
+        a = self.action_book
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
         file_menu.addAction(a["trace.open"])
@@ -298,19 +326,28 @@ class MainWindow(QMainWindow):
         fleet = bar.addMenu("F&leet")
         fleet.addAction(a["fleet.quarantine"])
         fleet.addAction(a["fleet.release"])
+        fleet.addSeparator()
+        fleet.addAction(a["demo.toggle"])
+        fleet.addSeparator()
+        fleet.addAction(a["fleet.start"])
+        fleet.addAction(a["fleet.stop"])
         review = bar.addMenu("&Review")
         for action_id in ("approvals.approve", "approvals.reject", "approvals.next", "approvals.previous",
-                          "approvals.next_pending"):
+                          "approvals.next_pending", "approvals.extend_next", "approvals.extend_previous",
+                          "approvals.filter"):
             review.addAction(a[action_id])
         alerts = bar.addMenu("&Alerts")
-        for action_id in ("alerts.acknowledge", "alerts.next", "alerts.previous", "alerts.trace"):
+        for action_id in ("alerts.acknowledge", "alerts.silence", "alerts.next", "alerts.previous", "alerts.trace"):
             alerts.addAction(a[action_id])
+        audit_menu = bar.addMenu("A&udit")
+        audit_menu.addAction(a["audit.verify"])
+        audit_menu.addAction(a["audit.export"])
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(a["help.shortcuts"])
         self.shortcuts_sheet: ShortcutsSheet | None = None
 
     def _bind_actions(self) -> None:
-        a = self.actions
+        a = self.action_book
         a.bind("help.shortcuts", self.show_shortcuts)
         a.bind("question.focus", self.focus_question)
         a.bind("trace.open", self.ask_trace_id)
@@ -322,21 +359,24 @@ class MainWindow(QMainWindow):
         fleet = self.fleet_panel
         a.bind("fleet.quarantine", fleet.quarantine_selected)
         a.bind("fleet.release", fleet.release_selected)
-        approvals = self.approvals_panel
-        a.bind("approvals.next", approvals.select_next)
-        a.bind("approvals.previous", approvals.select_previous)
-        a.bind("approvals.next_pending", approvals.select_next_pending)
-        a.bind("approvals.approve", lambda: approvals.open_form(approve=True))
-        a.bind("approvals.reject", lambda: approvals.open_form(approve=False))
+        a.bind("fleet.start", fleet.start_fleet)
+        a.bind("demo.toggle", self.demo_controls.set_running)
+        # The stop asks first, inline in the Fleet panel: bring it forward.
+        a.bind("fleet.stop", lambda: (self.show_panel("fleet"), fleet.stop_fleet()))
+        bind_approval_actions(a, self.approvals_panel)
+        audit = self.audit_panel       # Ctrl+E works anywhere: the panel comes forward, its result line is there
+        a.bind("audit.verify", lambda: (self.show_panel("audit", focus=False), audit.verify_chain()))
+        a.bind("audit.export", lambda: (self.show_panel("audit", focus=False), audit.export_dialog()))
         alerts = self.alerts_panel
         a.bind("alerts.acknowledge", alerts.acknowledge_selected)
+        a.bind("alerts.silence", alerts.silence_selected)
         a.bind("alerts.next", alerts.select_next)
         a.bind("alerts.previous", alerts.select_previous)
         a.bind("alerts.trace", alerts.open_selected_trace)
 
     def show_shortcuts(self) -> ShortcutsSheet:
         if self.shortcuts_sheet is None:
-            self.shortcuts_sheet = ShortcutsSheet(self.actions, self)
+            self.shortcuts_sheet = ShortcutsSheet(self.action_book, self)
         self.shortcuts_sheet.show()
         self.shortcuts_sheet.raise_()
         return self.shortcuts_sheet
@@ -385,17 +425,29 @@ class MainWindow(QMainWindow):
         self.ask_panel.answer_view.sig_open_trace.connect(self.trace_view.open_trace)
         self.memory_panel.sig_open_trace.connect(self.trace_view.open_trace)
         self.tools_panel.sig_open_trace.connect(self.trace_view.open_trace)
+        self.audit_panel.sig_open_trace.connect(self.trace_view.open_trace)
         service.traces.sig_loaded.connect(self.trace_view.show_trace)
         service.traces.sig_failed.connect(self.trace_view.show_failure)
         # Titles count what needs a person.
+        self._titles = Coalescer(lambda _ticks: self._refresh_titles(), parent=self)   # demo traffic: many a second
         title_changes: tuple[Callable, ...] = (
             self.approvals_panel.sig_pending_changed, self.alerts_panel.sig_open_changed,
             self.gateway_panel.sig_counts_changed, self.memory_panel.sig_counts_changed,
             self.tools_panel.sig_pending_changed, service.cascade.sig_resolved, service.questions.sig_answer,
-            service.fleet.sig_agent_changed, self.fleet_panel.sig_summary_changed)
+            self.fleet_panel.sig_summary_changed, self.audit_panel.sig_chain_checked,
+            self.alerts_panel.sig_loud_changed)
         for signal in title_changes:
-            signal.connect(self._refresh_titles)
+            signal.connect(lambda *_args: self._titles.add(True))
         self.alerts_panel.sig_open_changed.connect(self._on_open_alerts_changed)
+        # A desktop notification (and the toast) for every new critical alert no silence mutes.
+        self.notifier = Notifier(parent=self)
+        service.alerts.sig_raised.connect(self.notifier.on_raised)
+        self.notifier.sig_notified.connect(self.toast.show_message)
+
+        demo = self.demo_controls
+        demo.sig_running_changed.connect(self.action_book["demo.toggle"].setChecked)
+        demo.sig_switched.connect(lambda on: self._settings.setValue(DEMO_ON_KEY, on))
+        demo.sig_rate_chosen.connect(lambda rate: self._settings.setValue(DEMO_RATE_KEY, rate))
 
         service.sig_starting.connect(self._on_starting)
         service.sig_ready.connect(self._on_ready)
@@ -420,7 +472,9 @@ class MainWindow(QMainWindow):
         self.alerts_button.hide()
         self._style_alerts_button()
         style.theme_signals().sig_changed.connect(self._style_alerts_button)
+        self.demo_controls = DemoControls(self._service, rate=float(self._settings.value(DEMO_RATE_KEY, DEMO_FIRST_RATE)))
         self.statusBar().addWidget(self.status_text, 1)
+        self.statusBar().addPermanentWidget(self.demo_controls)
         self.statusBar().addPermanentWidget(self.alerts_button)
         self.statusBar().addPermanentWidget(self.progress)
         self.toast = Toast(self)
@@ -444,6 +498,9 @@ class MainWindow(QMainWindow):
         self._service.gateway.load()        # the gateway's stored decisions, likewise
         self.progress.hide()
         self._on_fleet_summary(self.fleet_panel.summary())
+        demo = self._service.demo
+        if demo.on_demo_fleet() and not demo.running and self._settings.value(DEMO_ON_KEY, True, type=bool):
+            demo.start(self.demo_controls.rate_value(), limit=demo.round_size())
 
     def _on_fleet_summary(self, summary: str) -> None:
         if self._ready:                      # keeps "Ready — …" true when an agent goes down later

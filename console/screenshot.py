@@ -233,8 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     fleet = load_fleet(args.fleet, corpus_dir=args.corpus.resolve() if args.corpus else None)
     settings = load_settings(args.settings)
     with tempfile.TemporaryDirectory(prefix="quorum-screenshot-") as tmp:
-        from PySide6.QtCore import QSettings       # the first-start layout, never the operator's saved one
-        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(Path(tmp) / "settings"))
+        from .settings import use_scratch_settings      # the first-start layout, never the saved one
+        use_scratch_settings(Path(tmp) / "settings")
         db_path = args.db or Path(tmp) / "quorum.db"
         script = make_script(args.out.resolve(), args.question, args.tier, args.timeout, tab, panel, args.repeat,
                              args.select, args.trace)

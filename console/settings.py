@@ -14,3 +14,12 @@ APPLICATION = "console"
 
 def console_settings() -> QSettings:
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION)
+
+
+def use_scratch_settings(folder, *, demo_traffic: bool = False) -> None:
+    """Scripted runs (screenshots, benchmarks): the first-start layout in `folder`, never the operator's
+    saved one, and no demo traffic of its own unless asked (the script asks its own questions)."""
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    settings = console_settings()
+    settings.setValue("demo/enabled", demo_traffic)
+    settings.sync()

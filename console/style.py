@@ -249,13 +249,32 @@ def monospace_font() -> QFont:
     return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
 
 
+MEASURED_ROWS = 60
+
+
 def compact_rows(table: QTableView) -> None:
     """Rows just tall enough for one line of text, so a whole fleet fits without scrolling."""
     height = table.fontMetrics().height() + 10
     table.verticalHeader().setMinimumSectionSize(height)
     table.verticalHeader().setDefaultSectionSize(height)
+    # Columns fitted to their contents measure this many rows, not the default 1,000: a table of a thousand
+    # audit events or alerts is refitted without the UI thread reading every cell of it.
+    table.horizontalHeader().setResizeContentsPrecision(MEASURED_ROWS)
     _style_table(table)
-    theme_signals().sig_changed.connect(lambda _scheme, t=table: _style_table(t))
+    _TableRestyler(table)
+
+
+class _TableRestyler(QObject):
+    """Restyles its table on a theme change. A child of the table: Qt drops the connection when the table goes,
+    so a theme change never reaches a deleted one."""
+
+    def __init__(self, table: QTableView) -> None:
+        super().__init__(table)
+        self._table = table
+        theme_signals().sig_changed.connect(self.restyle)
+
+    def restyle(self, _scheme=None) -> None:
+        _style_table(self._table)
 
 
 def _style_table(table: QTableView) -> None:

@@ -18,6 +18,7 @@ class Toast(QLabel):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)     # errors and notifications quote agents: never markup
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         background, text = style.tones().toast
         self.setStyleSheet(f"QLabel {{ background: {background.name()}; color: {text.name()}; border-radius: 6px;"

@@ -423,7 +423,21 @@ class AnswerView(QWidget):
         if citation is None:
             return "Cited passage", "", ("This answer cites no passage." if answered
                                          else "Select a citation to read the passage it points to.")
-        return "Cited passage", citation_html(citation), ""
+        return "Cited passage", self._citation_detail(citation), ""
+
+    def _citation_detail(self, citation: Citation) -> str:
+        """The chunk, its source and its votes (which retrievers returned it, its share of the vote, its
+        flags), then the claims that cite it: the passage row secure retrieval kept, when there is one."""
+        row = self._passages.get(citation.chunk_id)
+        body = passage_html(row) if row is not None and not row.kept_out else citation_html(citation)
+        claims = [(c.agent_id, check) for c in (self._answer.candidates if self._answer else ())
+                  for check in c.checks if citation.chunk_id in check.claim.citations]
+        if not claims:
+            return body
+        rows = "".join(f"<li><b>{html.escape(agent)}</b>: {html.escape(check.claim.text)} "
+                       f"<span style='{style.fg('good' if check.supported else 'bad')}'>"
+                       f"({html.escape(check.label.value.replace('_', ' '))})</span></li>" for agent, check in claims)
+        return f"{body}<p><b>Claims citing it</b></p><ul>{rows}</ul>"
 
     @staticmethod
     def _current(table: QTableView, model: RecordTableModel):

@@ -1,13 +1,15 @@
-"""Ask panel: the question form, a busy indicator while the fleet works, and the last answer."""
+"""Ask panel: the question form (with a risk-tier override), the question's live progress through its
+stages while the fleet works, and the last answer."""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from engine import Answer, RiskTier
 
 from .. import style
 from ..service import AUTO_TIER, EngineService
 from .answer import AnswerView
+from .progress import StageProgressView
 
 TIERS = (AUTO_TIER,) + tuple(t.value for t in RiskTier)
 
@@ -31,11 +33,8 @@ class AskPanel(QWidget):
         self.ask_button = QPushButton("Ask")
         self.ask_button.setDefault(True)
         self.ask_button.setMinimumWidth(90)
-        self.busy_bar = QProgressBar()
-        self.busy_bar.setRange(0, 0)        # indeterminate: the engine reports no fraction done
-        self.busy_bar.setMaximumWidth(140)
-        self.busy_bar.setTextVisible(False)
-        self.busy_label = QLabel()
+        self.progress = StageProgressView()     # stage by stage, from the engine's StageProgressed events
+        self.busy_bar = self.progress.bar
         self.answer_view = AnswerView()
 
         form = QHBoxLayout()
@@ -44,18 +43,18 @@ class AskPanel(QWidget):
         form.addWidget(QLabel("Risk tier"))
         form.addWidget(self.tier)
         form.addWidget(self.ask_button)
-        form.addWidget(self.busy_bar)
-        form.addWidget(self.busy_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(form)
+        layout.addWidget(self.progress)
         layout.addWidget(self.answer_view, 1)
 
         self.ask_button.clicked.connect(self.submit)
         self.question.returnPressed.connect(self.submit)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
-        service.questions.sig_started.connect(self._on_question_started)
+        service.questions.sig_asked.connect(self.progress.start)
+        service.questions.sig_progress.connect(self.progress.on_progress)
         service.questions.sig_answer.connect(self.show_answer)
         service.questions.sig_finished.connect(self._on_question_finished)
         self._refresh()
@@ -63,9 +62,10 @@ class AskPanel(QWidget):
     def submit(self) -> None:
         if not self.ask_button.isEnabled():    # Enter while disabled must not sneak a question in
             return
-        self._set_busy(True, "Asking the fleet…")
+        self._set_busy(True)
         if self._service.questions.ask(self.question.text(), self.tier.currentText()) is None:
             self._set_busy(False)
+            self.progress.finish(False)
 
     def show_answer(self, answer: Answer) -> None:
         self.answer_view.show_answer(answer)
@@ -80,21 +80,19 @@ class AskPanel(QWidget):
         self._accepting = False
         self._refresh()
 
-    def _on_question_started(self, trace_id: str, _question: str) -> None:
-        self.busy_label.setText(f"Asking the fleet… ({trace_id[:8]})")
-
-    def _on_question_finished(self, _ok: bool) -> None:
+    def _on_question_finished(self, ok: bool) -> None:
         self._set_busy(False)
+        self.progress.finish(ok)
 
-    def _set_busy(self, busy: bool, text: str = "") -> None:
+    def _set_busy(self, busy: bool) -> None:
         self._busy = busy
-        self.busy_label.setText(text)
         self._refresh()
+
+    def focus_target(self) -> QWidget:
+        return self.question
 
     def _refresh(self) -> None:
         self.ask_button.setEnabled(self._accepting and not self._busy)
-        self.busy_bar.setVisible(self._busy)
-        self.busy_label.setVisible(self._busy)
         if not self._accepting and not self._busy:
             self.ask_button.setToolTip("Waiting for the fleet to be ready")
         else:

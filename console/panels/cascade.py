@@ -11,6 +11,11 @@ Below, a strip of recent questions, newest on top. A new question is shown live,
 its CascadeScored events arrive, unless the operator picked an older row; picking the newest row again
 follows new questions once more.
 
+Under demo traffic a dozen events a second arrive (a question's start, a score per stage boundary, its
+outcome, its answer): the records take them at once, but the strip's rows and the plot are redrawn at most
+every REDRAW_MS (console/batch.py Coalescer). A question's outcome, what the operator picks and every read of
+what is drawn (bar_heights, stage_labels, fired_positions) draw what is pending at once.
+
 Reasons, questions, passage ids and agent names come from agents and documents: they are shown as plain
 text only (PlainText labels, plain table data), never as rich text or links.
 """
@@ -30,6 +35,7 @@ from engine.cascade.types import CascadeOutcome, StageScore
 from engine.events import CascadeResolved, CascadeScored
 
 from .. import style
+from ..batch import Coalescer
 from ..layout import column, read_only_table, splitter
 from ..stage_text import outcome_text
 from ..table_model import RecordTableModel
@@ -48,6 +54,8 @@ MARK_Y = 1.055                # where a fired stage's ▲ sits
 MIN_SLOTS = 5                 # a short trajectory keeps slim bars; stages fill in from the left
 LABEL_ROOM_PX = 60            # empty room right of the last stage, for the θ label
 BAR_WIDTH = 0.8 / len(SERIES)  # a stage's bars fill 80% of its slot
+REDRAW_MS = 200               # the strip and the plot are redrawn at most this often while events stream in
+PLOT = "plot"                 # the batch's key for "redraw the selected question"
 
 
 def _swatch(draw: Callable[[QPainter], None], width: int = 18) -> QPixmap:
@@ -128,6 +136,8 @@ class CascadePanel(QWidget):
         self._quiet = 0                          # > 0 while the panel itself moves the strip's selection
         self._stage_pinned: tuple[int, int] | None = None   # the stage row the operator picked
         self._tick_scores: list[StageScore] = []           # the stages the x axis labels
+        # Keys: PLOT, or a trace id whose strip row changed.
+        self._batch: Coalescer[str] = Coalescer(self._draw_batch, REDRAW_MS, self)
 
         self.title = ElidedLabel("Cascade monitor")
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
@@ -202,11 +212,13 @@ class CascadePanel(QWidget):
         strip_header = self.strip.horizontalHeader()
         strip_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         strip_header.setSectionResizeMode(STRIP_QUESTION_COLUMN, QHeaderView.ResizeMode.Stretch)
+        # Columns fit the rows in sight, not all MAX_QUESTIONS: each change re-measures them.
+        strip_header.setResizeContentsPrecision(0)
         self.strip.setTextElideMode(Qt.TextElideMode.ElideRight)
 
     def _build_plot(self) -> None:
         self.plot = pg.PlotWidget(background=style.tones().base)
-        self.plot.setMinimumHeight(200)
+        self.plot.setMinimumHeight(140)      # the window must fit a 1280×800 screen with every dock docked
         item = self.plot.getPlotItem()
         item.setMenuEnabled(False)
         item.hideButtons()
@@ -300,6 +312,8 @@ class CascadePanel(QWidget):
             record.question = event.question
         self._merge_outcome(record, event.outcome)
         self._changed(record)
+        if record.trace_id == self.selected:
+            self.flush()                   # the outcome is what the operator waits for: at once
 
     def add_answer(self, answer: Answer) -> None:
         """An answer (sig_answer): its stage results (their confidences) and its cascade join its row."""
@@ -312,9 +326,10 @@ class CascadePanel(QWidget):
         self._changed(record)
 
     def show_answer(self, answer: Answer) -> None:
-        """The cascade of the answer the operator picked: added if new, and shown."""
+        """The cascade of the answer the operator picked: added if new, and shown at once."""
         self.add_answer(answer)
         self.select_question(answer.trace_id)
+        self.flush()
 
     def set_threshold(self, theta: float) -> None:
         """θ as the engine's settings have it (the line and its labels; the engine decides what fired)."""
@@ -322,7 +337,7 @@ class CascadePanel(QWidget):
         self.theta_line.setValue(self.theta)
         self.theta_line.label.setFormat(self._theta_text())
         self.theta_legend.setText(self._theta_text())
-        self._redraw()                     # the outcome line and the stage pane quote θ
+        self._redraw_now()                 # the outcome line and the stage pane quote θ
 
     @staticmethod
     def _merge_outcome(record: QuestionCascade, outcome: CascadeOutcome) -> None:
@@ -350,15 +365,31 @@ class CascadePanel(QWidget):
             self._quiet -= 1
         if self._follow_latest or dropped_selected:
             self._follow_latest = True
-            self._select_row(0)
+            self._select_row(0, at_once=False)     # a live question: drawn with the next batch
         return record
 
     def _changed(self, record: QuestionCascade) -> None:
-        row = self.row_of(record.trace_id)
-        if row >= 0:
-            self.strip_model.refresh_row(row)
+        """The record changed: its strip row and, when it is the one shown, the plot, with the next batch."""
+        self._batch.put(record.trace_id, record.trace_id)
         if record.trace_id == self.selected:
+            self._batch.put(PLOT, PLOT)
+
+    def flush(self) -> None:
+        """Draws at once what waits for the next batch (reads of what is drawn call it)."""
+        self._batch.flush_now()
+
+    def _draw_batch(self, keys: list[str]) -> None:
+        rows = sorted(r for r in (self.row_of(k) for k in keys if k != PLOT) if r >= 0)
+        if rows:       # one notice for the rows in between: each one makes the header measure its columns
+            last = len(STRIP_COLUMNS) - 1
+            self.strip_model.dataChanged.emit(self.strip_model.index(rows[0], 0), self.strip_model.index(rows[-1], last))
+        if PLOT in keys:
             self._redraw()
+
+    def _redraw_now(self) -> None:
+        """The plot at once, with whatever else waited for the batch."""
+        self._batch.put(PLOT, PLOT)
+        self._batch.flush_now()
 
     def row_of(self, trace_id: str) -> int:
         return next((r for r, rec in enumerate(self.strip_model.records()) if rec.trace_id == trace_id), -1)
@@ -372,13 +403,13 @@ class CascadePanel(QWidget):
         self._select_row(row)
         return True
 
-    def _select_row(self, row: int) -> None:
+    def _select_row(self, row: int, at_once: bool = True) -> None:
         self._quiet += 1
         try:
             self.strip.setCurrentIndex(self.strip_model.index(row, 0))
         finally:
             self._quiet -= 1
-        self._show(self.strip_model.record(row).trace_id)
+        self._show(self.strip_model.record(row).trace_id, at_once)
 
     def _on_strip_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if self._quiet or not current.isValid():
@@ -386,11 +417,14 @@ class CascadePanel(QWidget):
         self._follow_latest = current.row() == 0       # the newest row: keep following new questions
         self._show(self.strip_model.record(current.row()).trace_id)
 
-    def _show(self, trace_id: str) -> None:
+    def _show(self, trace_id: str, at_once: bool = True) -> None:
         if trace_id != self.selected:
             self._stage_pinned = None
         self.selected = trace_id
-        self._redraw()
+        if at_once:
+            self._redraw_now()
+        else:
+            self._batch.put(PLOT, PLOT)
 
     # --- reads (tests and the main window) -------------------------------------------------
     def questions(self) -> tuple[QuestionCascade, ...]:
@@ -405,14 +439,17 @@ class CascadePanel(QWidget):
 
     def bar_heights(self) -> dict[str, list[float]]:
         """What each series' bars show for the selected question, stage by stage."""
+        self.flush()
         return {name: [float(h) for h in bar.opts["height"]] for name, bar in self.bars.items()}
 
     def stage_labels(self) -> list[str]:
         """The x axis's labels, stage by stage, in their one-line form ('4 retrieve·h2 ↻')."""
+        self.flush()
         return [tick_forms(s)[0] for s in self._tick_scores]
 
     def fired_positions(self) -> list[int]:
         """The groups (0-based, as plotted) marked as fired."""
+        self.flush()
         return [int(round(x)) for x in self.fired_marks.getData()[0]]
 
     def halted_count(self) -> int:

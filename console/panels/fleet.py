@@ -1,28 +1,59 @@
-"""Fleet panel: one row per agent, updated row by row as the engine reports each agent.
+"""Fleet panel: one row per agent, updated in batches as the engine reports agents.
 
-An agent the latest answer names as a suspect carries a warning icon and a "suspected: …" detail
-until an answer no longer names it; only the rows whose mark changes are redrawn. Each row shows the
-agent's trust score and standing in the reputation book (quarantined in red, probation in amber);
-"Quarantine…" and "Release…" (buttons above the table, or its context menu) open a reason dialog
-for the selected agent.
+Each row says who the agent is (id, role, kind, fault profile), its state in one word (up, slow, down,
+starting, stopped, disabled, or its standing in the reputation book: quarantined, probation), its trust
+score, and how it has answered lately: the median latency and the error rate of its last calls and when
+it last gave a usable reply ("12 s ago", refreshed every second while the panel is visible).
+
+An agent the latest answer names as a suspect carries a warning icon and a "suspected: …" detail until
+an answer no longer names it; only the rows whose mark changes are redrawn. "Quarantine…" and
+"Release…" (buttons, or the table's context menu) open a reason dialog for the selected agent; "Start
+fleet" and "Stop fleet…" (after an inline confirmation) start and stop the built-in agents' processes.
 """
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import defaultdict
-from typing import Iterable
+from typing import Callable, Iterable
 
-from PySide6.QtCore import QModelIndex, QPoint, Qt, Signal
-from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QHBoxLayout, QHeaderView, QLabel, QMenu, QPushButton,
-                               QSizePolicy, QStyle, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QIcon, QKeyEvent
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QFrame, QHBoxLayout, QHeaderView, QLabel, QMenu,
+                               QPushButton, QSizePolicy, QStyle, QTableView, QVBoxLayout, QWidget)
 
-from engine import AgentState, AgentView, Answer, FaultKind
+from engine import AgentState, AgentView, Answer, FaultKind, FleetState
 
 from .. import style
 from ..service import EngineService
+from ..service.fleet import FleetAction
 from ..table_model import RIGHT, Column, RecordTableModel
+from .trust import ElidedLabel
+from .shown import ShownMixin
 from .trust_dialog import TrustAction, TrustActionDialog
+
+Clock = Callable[[], float]
+ROW_PADDING = 5          # px above and below one line of text in a row
+FIT_EVERY_MS = 3000           # the columns follow widened contents this often at most
+
+# The tone of each state (style.tones() field names): read at draw time, so light and dark both hold.
+STATE_TONES = {
+    FleetState.UP: "good", FleetState.SLOW: "warn", FleetState.DOWN: "bad", FleetState.STARTING: "info",
+    FleetState.STOPPED: "muted", FleetState.DISABLED: "muted", FleetState.QUARANTINED: "bad",
+    FleetState.PROBATION: "warn",
+}
+STATE_TINTS = {FleetState.DOWN: "bad_tint", FleetState.QUARANTINED: "bad_tint", FleetState.SLOW: "warn_tint",
+               FleetState.PROBATION: "warn_tint"}
+STATE_MEANINGS = {
+    FleetState.UP: "answers in time",
+    FleetState.SLOW: "up, but answers slowly",
+    FleetState.DOWN: "its process or endpoint does not answer",
+    FleetState.STARTING: "its process is starting",
+    FleetState.STOPPED: "the operator stopped the built-in fleet; Start fleet brings it back",
+    FleetState.DISABLED: "enabled = false in the fleet file",
+    FleetState.QUARANTINED: style.TRUST_STATE_MEANINGS["quarantined"],
+    FleetState.PROBATION: style.TRUST_STATE_MEANINGS["probation"],
+}
 
 
 def kind_text(view: AgentView) -> str:
@@ -31,13 +62,82 @@ def kind_text(view: AgentView) -> str:
     return f"{spec.kind.value} · {detail}"
 
 
+def kind_tooltip(view: AgentView) -> str:
+    spec = view.spec
+    where = "built-in (started by the console)" if spec.builtin else "external (not the console's to start or stop)"
+    return f"{where}; trust level {spec.trust.value}, as the fleet file declares"
+
+
+def state_colour(view: AgentView):
+    return style.tone(STATE_TONES[view.status])
+
+
+def state_tint(view: AgentView):
+    tint = STATE_TINTS.get(view.status)
+    return style.tone(tint) if tint else None
+
+
+def state_tooltip(view: AgentView) -> str:
+    status = view.status
+    lines = [f"{status.value}: {STATE_MEANINGS[status]}"]
+    if status is FleetState.SLOW:
+        lines.append(view.slow_reason)
+    if view.trust_state != "active" and status.value != view.trust_state:
+        lines.append(f"standing: {standing_tooltip(view)}")
+    lines += [p for p in (view.url, view.detail) if p]
+    if view.last_status is not None:
+        lines.append(f"last call: {view.last_status.value}")
+    return "\n".join(lines)
+
+
 def latency_text(view: AgentView) -> str:
-    return "—" if view.last_latency_ms is None else f"{view.last_latency_ms:,.0f}"
+    return "—" if view.latency_p50_ms is None else f"{view.latency_p50_ms:,.0f}"
 
 
-def reliability_text(view: AgentView) -> str:
-    reliability = view.reliability
-    return "—" if reliability is None else f"{reliability:.0%} ({view.ok_calls}/{view.calls})"
+def latency_tooltip(view: AgentView) -> str:
+    if view.latency_p50_ms is None:
+        return "No reply timed yet"
+    text = f"Median of its last {view.recent_calls} call{'s' if view.recent_calls != 1 else ''}"
+    if view.last_latency_ms is not None:
+        text += f"; the last one took {view.last_latency_ms:,.0f} ms"
+    return text + (f"\nslow: {view.slow_reason}" if view.slow_reason else "")
+
+
+def error_rate_text(view: AgentView) -> str:
+    return "—" if view.error_rate is None else f"{view.error_rate:.0%}"
+
+
+def error_rate_colour(view: AgentView):
+    rate = view.error_rate
+    if rate is None or rate == 0:
+        return style.tones().muted          # nothing to see: the rows with errors stand out
+    return style.tones().bad if rate >= 0.5 else style.tones().warn
+
+
+def error_rate_tooltip(view: AgentView) -> str:
+    if view.error_rate is None:
+        return "No call yet"
+    errors = round(view.error_rate * view.recent_calls)
+    text = f"{errors} of its last {view.recent_calls} calls gave no usable reply"
+    if view.reliability is not None:
+        text += f"\n{view.reliability:.0%} usable over all {view.calls} calls ({view.ok_calls} ok)"
+    return text
+
+
+def age_text(seconds: float) -> str:
+    """'just now', '12 s ago', '4 min ago', '3 h ago', '2 d ago'."""
+    if seconds < 1:
+        return "just now"
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return f"{int(seconds)} s ago"
+
+
+def last_seen_tooltip(view: AgentView) -> str:
+    if view.last_seen is None:
+        return "No usable reply from it yet (in this run of the engine)"
+    return f"Last usable reply at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(view.last_seen))}"
 
 
 def score_text(view: AgentView) -> str:
@@ -46,13 +146,6 @@ def score_text(view: AgentView) -> str:
 
 def standing_tooltip(view: AgentView) -> str:
     return f"{view.trust_state}: {style.TRUST_STATE_MEANINGS.get(view.trust_state, '')}".rstrip(": ")
-
-
-def status_tooltip(view: AgentView) -> str:
-    parts = [p for p in (view.url, view.detail) if p]
-    if view.last_status is not None:
-        parts.append(f"last call: {view.last_status.value}")
-    return "\n".join(parts)
 
 
 def fault_tooltip(view: AgentView) -> str:
@@ -69,42 +162,57 @@ def warning_icon() -> QIcon | None:
 
 SUSPECT_PREFIX = "⚠ suspected: "
 
-FLEET_COLUMNS: tuple[Column[AgentView], ...] = (
-    Column("Agent", lambda v: v.spec.id, bold=lambda v: True, tooltip=lambda v: v.url),
-    Column("Role", lambda v: v.spec.role.value),
-    Column("Kind / backend", kind_text),
-    Column("Fault profile", lambda v: v.spec.fault.kind.value,
-           foreground=lambda v: style.fault_colour(v.spec.fault.kind),
-           background=lambda v: None if v.spec.fault.kind is FaultKind.NONE else style.tones().bad_tint,
-           bold=lambda v: v.spec.fault.kind is not FaultKind.NONE, tooltip=fault_tooltip),
-    Column("Status", lambda v: v.state.value, foreground=lambda v: style.agent_state_colour(v.state),
-           bold=lambda v: v.state in (AgentState.UP, AgentState.DOWN), tooltip=status_tooltip),
-    Column("Score", score_text, align=RIGHT, foreground=lambda v: style.trust_state_colour(v.trust_state),
-           bold=lambda v: v.trust_state != "active", tooltip=standing_tooltip,
-           header_tooltip="Trust score in the reputation book, 0 to 1: evidence from every question moves it"),
-    Column("Standing", lambda v: v.trust_state, foreground=lambda v: style.trust_state_colour(v.trust_state),
-           background=lambda v: style.trust_state_background(v.trust_state),
-           bold=lambda v: v.trust_state != "active", tooltip=standing_tooltip,
-           header_tooltip="active, probation (low-risk work only) or quarantined (no work)"),
-    Column("Latency (ms)", latency_text, align=RIGHT, header_tooltip="The agent's last call"),
-    Column("Trust level", lambda v: v.spec.trust.value, header_tooltip="The trust level the fleet file declares"),
-    Column("Reliability", reliability_text, align=RIGHT,
-           foreground=lambda v: style.tones().bad if (v.reliability is not None and v.reliability < 0.5) else None),
-    Column("Detail", lambda v: v.detail or v.url, tooltip=lambda v: v.detail,
-           foreground=lambda v: style.tones().bad if v.state is AgentState.DOWN else style.tones().muted),
-)
-STATUS_COLUMN, SCORE_COLUMN, STANDING_COLUMN = 4, 5, 6
-AGENT_COLUMN, DETAIL_COLUMN = 0, len(FLEET_COLUMNS) - 1
+
+def fleet_columns(clock: Clock = time.time) -> tuple[Column[AgentView], ...]:
+    """The table's columns; Last seen counts from `clock` (injected in tests)."""
+    def last_seen(view: AgentView) -> str:
+        return "—" if view.last_seen is None else age_text(clock() - view.last_seen)
+
+    return (
+        Column("Agent", lambda v: v.spec.id, bold=lambda v: True, tooltip=lambda v: v.url),
+        Column("Role", lambda v: v.spec.role.value),
+        Column("Kind", kind_text, tooltip=kind_tooltip,
+               header_tooltip="Protocol · built-in backend (or model, or external)"),
+        Column("Fault profile", lambda v: v.spec.fault.kind.value,
+               foreground=lambda v: style.fault_colour(v.spec.fault.kind),
+               background=lambda v: None if v.spec.fault.kind is FaultKind.NONE else style.tones().bad_tint,
+               bold=lambda v: v.spec.fault.kind is not FaultKind.NONE, tooltip=fault_tooltip,
+               header_tooltip="How the agent misbehaves on purpose (the fleet file's fault profile)"),
+        Column("State", lambda v: v.status.value, foreground=state_colour, background=state_tint,
+               bold=lambda v: v.status is not FleetState.UP, tooltip=state_tooltip,
+               header_tooltip="up, slow, down, starting, stopped, disabled; or its standing in the reputation "
+                              "book (quarantined: no work; probation: low-risk work only)"),
+        Column("Score", score_text, align=RIGHT, foreground=lambda v: style.trust_state_colour(v.trust_state),
+               bold=lambda v: v.trust_state != "active", tooltip=standing_tooltip,
+               header_tooltip="Trust score in the reputation book, 0 to 1: evidence from every question moves it"),
+        Column("Latency p50 (ms)", latency_text, align=RIGHT,
+               foreground=lambda v: style.tones().warn if v.slow_reason and v.state is AgentState.UP else None,
+               tooltip=latency_tooltip,
+               header_tooltip="Median latency of its last 50 calls"),
+        Column("Error rate", error_rate_text, align=RIGHT, foreground=error_rate_colour, tooltip=error_rate_tooltip,
+               header_tooltip="Share of its last 50 calls without a usable reply"),
+        Column("Last seen", last_seen, align=RIGHT, tooltip=last_seen_tooltip,
+               header_tooltip="Its last usable reply"),
+        Column("Detail", lambda v: v.detail or v.url, tooltip=lambda v: v.detail,
+               foreground=lambda v: style.tones().bad if v.state is AgentState.DOWN and not v.stopped
+               else style.tones().muted),
+    )
 
 
-def columns_with_suspects(suspects: dict[str, str], icon) -> tuple[Column[AgentView], ...]:
-    """FLEET_COLUMNS, with a warning icon on a suspect's id and why it is suspected in its Detail."""
-    agent, detail = FLEET_COLUMNS[AGENT_COLUMN], FLEET_COLUMNS[DETAIL_COLUMN]
+FLEET_COLUMNS = fleet_columns()
+COLUMN_INDEX = {column.title: position for position, column in enumerate(FLEET_COLUMNS)}
+AGENT_COLUMN, STATE_COLUMN, SCORE_COLUMN = COLUMN_INDEX["Agent"], COLUMN_INDEX["State"], COLUMN_INDEX["Score"]
+LAST_SEEN_COLUMN, DETAIL_COLUMN = COLUMN_INDEX["Last seen"], COLUMN_INDEX["Detail"]
+
+
+def columns_with_suspects(suspects: dict[str, str], icon, clock: Clock = time.time) -> tuple[Column[AgentView], ...]:
+    """The fleet columns, with a warning icon on a suspect's id and why it is suspected in its Detail."""
+    columns = list(fleet_columns(clock))
+    agent, detail = columns[AGENT_COLUMN], columns[DETAIL_COLUMN]
 
     def suspect(view: AgentView) -> bool:
         return view.spec.id in suspects
 
-    columns = list(FLEET_COLUMNS)
     columns[AGENT_COLUMN] = dataclasses.replace(
         agent, icon=lambda v: icon() if suspect(v) else None,
         tooltip=lambda v: f"suspected: {suspects[v.spec.id]}" if suspect(v) else agent.tooltip(v))
@@ -118,12 +226,12 @@ def columns_with_suspects(suspects: dict[str, str], icon) -> tuple[Column[AgentV
 
 
 class FleetModel(RecordTableModel[AgentView]):
-    """Agents keyed by id; an update touches that agent's row only. Suspects (from the latest answer)
-    change the Agent and Detail columns of their rows."""
+    """Agents keyed by id; a batch of updates redraws the rows it touches, once. Suspects (from the latest
+    answer) change the Agent and Detail columns of their rows."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent=None, *, clock: Clock = time.time) -> None:
         self._suspects: dict[str, str] = {}       # agent id -> why; the columns read it, so it is only mutated
-        super().__init__(columns_with_suspects(self._suspects, self._warning_icon), parent)
+        super().__init__(columns_with_suspects(self._suspects, self._warning_icon, clock), parent)
         self._rows: dict[str, int] = {}
         self._icon: QIcon | None = None
 
@@ -164,6 +272,26 @@ class FleetModel(RecordTableModel[AgentView]):
             self.replace_record(row, view)
         return row
 
+    def update_agents(self, views: Iterable[AgentView]) -> list[int]:
+        """A batch: known agents' rows are replaced and redrawn in one dataChanged (first to last changed
+        row), new agents appended; returns the rows replaced."""
+        replaced: list[int] = []
+        for view in views:
+            row = self._rows.get(view.spec.id)
+            if row is None:
+                self._rows[view.spec.id] = self.append_record(view)
+            else:
+                self._records[row] = view
+                replaced.append(row)
+        if replaced:
+            self.dataChanged.emit(self.index(min(replaced), 0), self.index(max(replaced), self.columnCount() - 1))
+        return sorted(set(replaced))
+
+    def refresh_column(self, column: int) -> None:
+        """Tells views that one column changed in every row (Last seen, as time passes)."""
+        if self.rowCount():
+            self.dataChanged.emit(self.index(0, column), self.index(self.rowCount() - 1, column))
+
     def row_of(self, agent_id: str) -> int:
         return self._rows[agent_id]
 
@@ -177,53 +305,131 @@ class FleetModel(RecordTableModel[AgentView]):
     def count(self, state: AgentState) -> int:
         return sum(view.state is state for view in self.records())
 
+    def count_status(self, status: FleetState) -> int:
+        return sum(view.status is status for view in self.records())
 
-class FleetPanel(QWidget):
+
+class StopConfirmation(QFrame):
+    """The inline "Stop the built-in fleet?" question, in the panel's header row: Enter answers with the focused
+    button (Stop them, at first), Escape cancels."""
+    sig_confirmed = Signal()
+    sig_cancelled = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("stopConfirmation")
+        self.question = QLabel()
+        self.question.setTextFormat(Qt.TextFormat.PlainText)
+        self.question.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.confirm_button = QPushButton("Stop them")
+        self.cancel_button = QPushButton("Cancel")
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 0, 0, 0)
+        row.addWidget(self.question, 1)
+        row.addWidget(self.confirm_button)
+        row.addWidget(self.cancel_button)
+        self.confirm_button.clicked.connect(self.sig_confirmed)
+        self.cancel_button.clicked.connect(self.sig_cancelled)
+        self._restyle()
+        style.theme_signals().sig_changed.connect(self._restyle)
+
+    def ask(self, agents: int, external: int) -> None:
+        others = f"; the {external} external agent{'s' if external != 1 else ''} stay as they are" if external else ""
+        self.question.setText(f"Stop all {agents} built-in agents? Questions get no answer from them until you "
+                              f"start the fleet again{others}.")
+        self.question.setToolTip(self.question.text() + "\nThe stop goes into the audit trail under your name.")
+        self.show()
+        self.confirm_button.setFocus()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape:
+            self.sig_cancelled.emit()
+        elif event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):     # the focused button's answer
+            (self.sig_cancelled if self.focusWidget() is self.cancel_button else self.sig_confirmed).emit()
+        else:
+            super().keyPressEvent(event)
+
+    def _restyle(self, *_args) -> None:
+        self.setStyleSheet(f"#stopConfirmation {{ {style.bg('warn_tint')}; border-radius: 3px; }}")
+        self.question.setStyleSheet(f"{style.fg('warn')}; font-weight: bold;")
+
+
+class FleetPanel(ShownMixin, QWidget):
     sig_summary_changed = Signal(str)
     sig_agent_selected = Signal(str)        # agent id: the operator selected its row
 
-    def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
+    def __init__(self, service: EngineService, parent: QWidget | None = None, *, clock: Clock = time.time) -> None:
         super().__init__(parent)
         self._service = service
         self._accepting = service.ready
         self.dialog: TrustActionDialog | None = None
-        self.model = FleetModel(self)
+        self.model = FleetModel(self, clock=clock)
         self.model.set_agents(service.fleet.agents())
 
         self.title = QLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
-        self.message = QLabel()                 # the last quarantine or release, or why it was refused
-        self.message.setTextFormat(Qt.TextFormat.PlainText)
-        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # never widens the window
+        self.title.setMinimumWidth(160)       # cut short rather than widen the window (the status bar has it too)
+        # The last quarantine, release, start or stop, its progress, or why it was refused: cut short with "…"
+        # (the whole of it in the tooltip) rather than widen the window.
+        self.message = ElidedLabel()
         self.message.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self._message_tone = "muted"
         self.quarantine_button = QPushButton("Quarantine…")
         self.release_button = QPushButton("Release…")
+        self.start_button = QPushButton("Start fleet")
+        self.stop_button = QPushButton("Stop fleet…")
+        self.stop_confirmation = StopConfirmation()
+        self.stop_confirmation.hide()
         self.table = QTableView()
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
         self.table.verticalHeader().setVisible(False)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         style.compact_rows(self.table)
+        # Tighter still than other tables: ten agents and the header row fit the ~280 px top dock at 1280x800.
+        rows = self.table.verticalHeader()
+        rows.setMinimumSectionSize(self.table.fontMetrics().height() + ROW_PADDING)
+        rows.setDefaultSectionSize(self.table.fontMetrics().height() + ROW_PADDING)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # Fitted to the contents when agents come and at most every FIT_EVERY_MS after: measuring every cell
+        # on every change (ResizeToContents) costs the UI thread milliseconds per agent call under demo traffic.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)     # Detail (URL or last error) takes the slack
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(FIT_EVERY_MS)
+        self._fit_timer.timeout.connect(self.fit_columns)
+        self.model.modelReset.connect(self.fit_columns)
+        self.model.rowsInserted.connect(self.fit_columns)
+        self.model.dataChanged.connect(lambda *_a: self._fit_timer.isActive() or self._fit_timer.start())
 
         self.header_row = QWidget()
         top = QHBoxLayout(self.header_row)
         top.setContentsMargins(0, 0, 0, 0)
         top.addWidget(self.title)
         top.addWidget(self.message, 1)
-        top.addWidget(self.quarantine_button)
-        top.addWidget(self.release_button)
+        top.addWidget(self.stop_confirmation, 1)
+        for button in (self.quarantine_button, self.release_button, self.start_button, self.stop_button):
+            top.addWidget(button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.header_row)
         layout.addWidget(self.table)
 
-        service.fleet.sig_agent_changed.connect(self.model.update_agent)
+        # Last seen says "12 s ago": redrawn every second, only while someone can see it.
+        self.age_timer = QTimer(self)
+        self.age_timer.setInterval(1000)
+        self.age_timer.timeout.connect(lambda: self.model.refresh_column(LAST_SEEN_COLUMN))
+
+        fleet = service.fleet
+        fleet.sig_agents_changed.connect(self.update_agents)
+        fleet.sig_fleet_progress.connect(self._on_fleet_progress)
+        fleet.sig_fleet_done.connect(self._on_fleet_done)
+        fleet.sig_fleet_failed.connect(self._on_fleet_failed)
         service.questions.sig_answer.connect(self.show_suspects)
         service.sig_ready.connect(self._on_ready)
         service.sig_stopping.connect(self._on_stopping)
@@ -236,6 +442,11 @@ class FleetPanel(QWidget):
         self.table.customContextMenuRequested.connect(self._show_context_menu)
         self.quarantine_button.clicked.connect(lambda: self.open_dialog(TrustAction.QUARANTINE))
         self.release_button.clicked.connect(lambda: self.open_dialog(TrustAction.RELEASE))
+        self.start_button.clicked.connect(self.start_fleet)
+        self.stop_button.clicked.connect(self.stop_fleet)
+        self.stop_confirmation.sig_confirmed.connect(self.confirm_stop)
+        self.stop_confirmation.sig_cancelled.connect(self.cancel_stop)
+        style.theme_signals().sig_changed.connect(self._restyle_message)
         self._update_title()
         self._refresh_buttons()
 
@@ -247,26 +458,50 @@ class FleetPanel(QWidget):
                 + table.horizontalHeader().sizeHint().height()
                 + rows * table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth() + 2)
 
+    def update_agents(self, views: list[AgentView]) -> None:
+        """A batch of changed agents (FleetAdapter.sig_agents_changed): one redraw."""
+        self.model.update_agents(views)
+
+    def fit_columns(self, *_args) -> None:
+        self.table.resizeColumnsToContents()
     def show_suspects(self, answer: Answer) -> None:
-        """The latest answer decides who is suspected: earlier marks it does not repeat are cleared."""
+        """The latest answer decides who is suspected: earlier marks it does not repeat are cleared. The
+        agents' own changes from that question are shown with it, not a batch later."""
+        self._service.fleet.flush()
         if self.model.set_suspects((s.agent_id, s.reason) for s in answer.suspects):
             self._update_title()
 
     def summary(self) -> str:
-        """'5 of 6 agents up · 1 down · 1 suspected · 1 quarantined': the fleet's health in one phrase
-        (disabled agents not counted)."""
-        up, down = self.model.count(AgentState.UP), self.model.count(AgentState.DOWN)
-        total = self.model.rowCount() - self.model.count(AgentState.DISABLED)
-        suspected = len(self.model.suspects())
-        quarantined, probation = self.model.count_standing("quarantined"), self.model.count_standing("probation")
-        text = f"all {total} agents up" if up == total else f"{up} of {total} agents up" + (f" · {down} down" if down else "")
-        return (text + (f" · {suspected} suspected" if suspected else "")
-                + (f" · {quarantined} quarantined" if quarantined else "")
-                + (f" · {probation} on probation" if probation else ""))
+        """'5 of 6 agents up · 1 down · 1 slow · 1 suspected · 1 quarantined': the fleet's health in one
+        phrase (disabled agents not counted)."""
+        model = self.model
+        up = model.count(AgentState.UP)
+        down, stopped = model.count_status(FleetState.DOWN), model.count_status(FleetState.STOPPED)
+        total = model.rowCount() - model.count(AgentState.DISABLED)
+        text = f"all {total} agents up" if up == total else f"{up} of {total} agents up"
+        counts = ((down, "down"), (stopped, "stopped"), (model.count_status(FleetState.SLOW), "slow"),
+                  (len(model.suspects()), "suspected"), (model.count_standing("quarantined"), "quarantined"),
+                  (model.count_standing("probation"), "on probation"))
+        return text + "".join(f" · {n} {what}" for n, what in counts if n)
+
+    def tab_title(self) -> str:
+        """'Fleet', or 'Fleet (2 down)' when agents are down that nobody stopped on purpose."""
+        down = self.model.count_status(FleetState.DOWN)
+        return f"Fleet ({down} down)" if down else "Fleet"
+
+    def needs_attention(self) -> bool:
+        return self.model.count_status(FleetState.DOWN) > 0
 
     def _update_title(self, *_args) -> None:
         self.title.setText(f"Fleet — {self.summary()}")
         self.sig_summary_changed.emit(self.summary())
+
+    def on_shown(self) -> None:
+        self.model.refresh_column(LAST_SEEN_COLUMN)
+        self.age_timer.start()
+
+    def on_hidden(self) -> None:
+        self.age_timer.stop()
 
     # --- selection -------------------------------------------------------------------------
     def current_view(self) -> AgentView | None:
@@ -350,18 +585,93 @@ class FleetPanel(QWidget):
             self.context_menu(index.row()).popup(self.table.viewport().mapToGlobal(pos))
 
     def _on_saved(self, agent_id: str, action: str) -> None:
-        done = TrustAction(action).done
-        self.message.setStyleSheet(f"color: {(style.tones().bad if action == 'quarantine' else style.tones().warn).name()}")
-        self.message.setText(f"{agent_id} {done} by {self._service.operator}")
-        self.message.setToolTip(self.message.text())
+        self._service.fleet.flush()          # the row shows the new standing as the dialog closes
+        self._show_message(f"{agent_id} {TrustAction(action).done} by {self._service.operator}",
+                           "bad" if action == "quarantine" else "warn")
         self._refresh_buttons()
 
     def _on_trust_failed(self, agent_id: str, why: str) -> None:
         if self.dialog is None or not self.dialog.isVisible():      # the dialog shows its own failures
-            self.message.setStyleSheet(f"color: {style.tones().bad.name()}")
-            self.message.setText(f"{agent_id}: {why}")
-            self.message.setToolTip(self.message.text())
+            self._show_message(f"{agent_id}: {why}", "bad")
 
+    # --- start and stop the built-in fleet ---------------------------------------------------
+    def can_control_fleet(self, action: FleetAction) -> tuple[bool, str]:
+        """May the operator start (or stop) the built-in fleet now, and if not, why not (for the tooltip)."""
+        fleet = self._service.fleet
+        agents = len(fleet.builtin_agents())
+        if not self._accepting:
+            return False, "Waiting for the engine"
+        if not agents:
+            return False, "This fleet has no built-in agents to start or stop"
+        if fleet.running is not None:
+            return False, f"{fleet.running.doing} the fleet…"
+        if action is FleetAction.STOP:
+            if fleet.stopped:
+                return False, "The built-in fleet is stopped"
+            return True, f"Stop the processes of all {agents} built-in agents (external agents stay as they are)"
+        if not fleet.stopped:
+            return False, "The built-in fleet is running"
+        return True, f"Start all {agents} built-in agents again, on new ports"
+
+    def stop_fleet(self) -> bool:
+        """Asks first, inline: the question takes the header row until confirm_stop or cancel_stop. False if
+        a stop is not allowed now."""
+        if not self.can_control_fleet(FleetAction.STOP)[0]:
+            return False
+        builtin = len(self._service.fleet.builtin_agents())
+        external = sum(not v.spec.builtin and v.spec.enabled for v in self.model.records())
+        self._show_header(asking=True)
+        self.stop_confirmation.ask(builtin, external)
+        self._refresh_buttons()
+        return True
+
+    def asking_to_stop(self) -> bool:
+        return not self.stop_confirmation.isHidden()
+
+    def confirm_stop(self) -> None:
+        self._show_header(asking=False)
+        if self.can_control_fleet(FleetAction.STOP)[0]:
+            self._service.fleet.stop_fleet()
+        self._refresh_buttons()
+
+    def cancel_stop(self) -> None:
+        self._show_header(asking=False)
+        self._refresh_buttons()
+        self.table.setFocus()
+
+    def _show_header(self, asking: bool) -> None:
+        for widget in (self.title, self.message, self.quarantine_button, self.release_button, self.start_button,
+                       self.stop_button):
+            widget.setVisible(not asking)
+        self.stop_confirmation.setVisible(asking)
+
+    def start_fleet(self) -> bool:
+        """Starts the built-in agents again (no question asked: starting loses nothing). False if not allowed."""
+        if not self.can_control_fleet(FleetAction.START)[0]:
+            return False
+        self._service.fleet.start_fleet()
+        self._refresh_buttons()
+        return True
+
+    def _on_fleet_progress(self, action: str, done: int, total: int) -> None:
+        self._show_message(f"{FleetAction(action).doing} {done}/{total}…", "info")
+        self._refresh_buttons()
+
+    def _on_fleet_done(self, action: str) -> None:
+        fleet_action = FleetAction(action)
+        if fleet_action is FleetAction.STOP:
+            self._show_message(f"Fleet stopped by {self._service.operator}", "muted")
+        else:
+            views = self._service.fleet.builtin_agents()
+            up = sum(v.state is AgentState.UP for v in views)
+            self._show_message(f"Fleet started: {up} of {len(views)} up", "good" if up == len(views) else "warn")
+        self._refresh_buttons()
+
+    def _on_fleet_failed(self, action: str, why: str) -> None:
+        self._show_message(f"The fleet was not {FleetAction(action).done}: {why}", "bad")
+        self._refresh_buttons()
+
+    # --- engine phase, message, buttons --------------------------------------------------------
     def _on_ready(self, _agents_up: int) -> None:
         self._accepting = True
         self._refresh_buttons()
@@ -370,7 +680,17 @@ class FleetPanel(QWidget):
         self._accepting = False
         if self.dialog is not None and self.dialog.isVisible():
             self.dialog.reject()
+        if self.asking_to_stop():
+            self.cancel_stop()
         self._refresh_buttons()
+
+    def _show_message(self, text: str, tone: str) -> None:
+        self._message_tone = tone
+        self.message.set_full_text(text)
+        self._restyle_message()
+
+    def _restyle_message(self, *_args) -> None:
+        self.message.setStyleSheet(style.fg(self._message_tone))
 
     def _refresh_buttons(self, *_args) -> None:
         view = self.current_view()
@@ -378,4 +698,9 @@ class FleetPanel(QWidget):
                                (TrustAction.RELEASE, self.release_button)):
             allowed, why = self.can(action, view)
             button.setEnabled(allowed)
+            button.setToolTip(why)
+        asking = self.asking_to_stop()
+        for action, button in ((FleetAction.START, self.start_button), (FleetAction.STOP, self.stop_button)):
+            allowed, why = self.can_control_fleet(action)
+            button.setEnabled(allowed and not asking)
             button.setToolTip(why)

@@ -10,6 +10,11 @@ mirrors in the fleet table.
 
 It fills from the stored history when the engine is ready (sig_trust_loaded) and grows live with
 every question and operator action (sig_trust_updated); states follow sig_agent_changed.
+
+Under demo traffic those arrive dozens of times a second, so the points and standings are taken at once but
+the plot and the legend are redrawn at most every REDRAW_MS (console/batch.py Coalescer), and only the lines
+that changed get new dots. What the operator does (select, theme) draws at once, and every read of what is
+drawn (curve, quarantine_marks, the pointer's hit tests) draws what is pending first.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from engine import AgentView
 from engine.store.trust import ScorePoint
 
 from .. import style
+from ..batch import Coalescer
 from ..layout import column, splitter
 from ..service import EngineService
 from ..table_model import RIGHT, Column, RecordTableModel
@@ -39,6 +45,7 @@ LINE_WIDTH, SELECTED_WIDTH = 2.0, 4.0
 DIMMED_ALPHA = 90            # other agents' lines while one is selected
 PEN_STYLES = {"quarantined": Qt.PenStyle.DashLine, "probation": Qt.PenStyle.DotLine}
 HINT = "Hover a point for its agent, score, time and reason; click a line to select the agent."
+REDRAW_MS = 200              # the plot and legend are redrawn at most this often while points stream in
 
 
 def time_text(at: float, today: datetime.date | None = None) -> str:
@@ -167,6 +174,11 @@ class TrustPanel(QWidget):
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}   # its points' times and scores
         self.selected: str | None = None
         self.hovered: ScorePoint | None = None
+        self._touched: set[str] = set()                   # agents whose points or pen changed since the last draw
+        self._redraw_all = True                           # every agent's dots too (selection, theme, first draw)
+        self._reordered: set[str] = set()                 # agents with a point added before their last one
+        self._dotted: dict[str, tuple[int, tuple]] = {}   # per agent: points already dotted, and in what style
+        self._batch: Coalescer[bool] = Coalescer(lambda _items: self._draw(), REDRAW_MS, self)
 
         self.title = QLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
@@ -192,10 +204,10 @@ class TrustPanel(QWidget):
                        "fill": pg.mkBrush(style.plot_tip_fill())})
         self.floor_line.setZValue(-5)
         item.addItem(self.floor_line, ignoreBounds=True)
-        self.quarantine_marks = pg.ScatterPlotItem(symbol="x", size=15, pen=pg.mkPen(style.tones().bad, width=2.5),
-                                                   brush=pg.mkBrush(style.tones().bad))
-        self.quarantine_marks.setZValue(20)
-        item.addItem(self.quarantine_marks)
+        self._marks = pg.ScatterPlotItem(symbol="x", size=15, pen=pg.mkPen(style.tones().bad, width=2.5),
+                                         brush=pg.mkBrush(style.tones().bad))
+        self._marks.setZValue(20)
+        item.addItem(self._marks)
         self.hover_dot = pg.ScatterPlotItem(size=13, pen=pg.mkPen(style.tones().text, width=2), brush=pg.mkBrush(None))
         self.hover_dot.setZValue(30)
         item.addItem(self.hover_dot, ignoreBounds=True)
@@ -245,7 +257,7 @@ class TrustPanel(QWidget):
         service.fleet.sig_agent_changed.connect(self.update_agent)
         service.trust.sig_updated.connect(self._on_trust_updated)
         service.trust.sig_loaded.connect(self._on_trust_loaded)
-        self._redraw()
+        self._draw()
 
     # --- points in -------------------------------------------------------------------------
     def _apply_theme(self, _scheme=None) -> None:
@@ -255,13 +267,13 @@ class TrustPanel(QWidget):
         self.floor_line.setPen(pg.mkPen(bad, width=1.5, style=Qt.PenStyle.DashLine))
         self.floor_line.label.setColor(bad)
         self.floor_line.label.fill = pg.mkBrush(style.plot_tip_fill())
-        self.quarantine_marks.setPen(pg.mkPen(bad, width=2.5))
-        self.quarantine_marks.setBrush(pg.mkBrush(bad))
+        self._marks.setPen(pg.mkPen(bad, width=2.5))
+        self._marks.setBrush(pg.mkBrush(bad))
         self.hover_dot.setPen(pg.mkPen(style.tones().text, width=2))
         self.hover_tip.setColor(style.tones().text)
         self.hover_tip.fill = pg.mkBrush(style.plot_tip_fill())
-        self._redraw()
-        self._refresh_legend()
+        self._redraw_all = True
+        self._draw_now()
 
     def _on_trust_updated(self, update) -> None:
         self.add_points(update.points)
@@ -286,12 +298,16 @@ class TrustPanel(QWidget):
                 self._points[point.agent_id] = []
                 if point.agent_id not in self._order:
                     self._order.append(point.agent_id)
-            self._points[point.agent_id].append(point)
+            line = self._points[point.agent_id]
+            if line and point.at < line[-1].at:
+                self._reordered.add(point.agent_id)        # an older point: its dots are drawn afresh
+            line.append(point)
             touched.add(point.agent_id)
             added += 1
-        for agent_id in touched:
+        for agent_id in touched & self._reordered:
             self._points[agent_id].sort(key=lambda p: p.at)
         if added:
+            self._touched |= touched
             self._redraw()
         return added
 
@@ -300,6 +316,7 @@ class TrustPanel(QWidget):
         known = self._views.get(view.spec.id)
         self._know(view)
         if known is None or (known.trust_state, known.trust_score) != (view.trust_state, view.trust_score):
+            self._touched.add(view.spec.id)
             self._redraw()
 
     def _know(self, view: AgentView) -> None:
@@ -315,7 +332,18 @@ class TrustPanel(QWidget):
         return [a for a in self._order if self._points.get(a)]
 
     def curve(self, agent_id: str) -> pg.PlotDataItem:
+        self.flush()
         return self._curves[agent_id]
+
+    @property
+    def quarantine_marks(self) -> pg.ScatterPlotItem:
+        """The red ✕s where agents were quarantined, as drawn (pending points drawn first)."""
+        self.flush()
+        return self._marks
+
+    def flush(self) -> None:
+        """Draws at once what is waiting for the next redraw (reads of the plot call it)."""
+        self._batch.flush_now()
 
     def colour(self, agent_id: str) -> QColor:
         return style.agent_line_colour(self._order.index(agent_id))
@@ -344,18 +372,26 @@ class TrustPanel(QWidget):
         return pen
 
     def _redraw(self) -> None:
+        """Points or standings changed: the title at once, the plot and the legend with the next batch."""
+        self._refresh_title()
+        self._batch.put("redraw", True)
+
+    def _draw(self) -> None:
         plotted = self.agents_plotted()
         last = max((self._points[a][-1].at for a in plotted), default=0.0)
         item = self.plot.getPlotItem()
         marks = []
+        redraw_all, touched = self._redraw_all, self._touched
+        self._redraw_all, self._touched = False, set()
         for agent_id in plotted:
             points = self._points[agent_id]
-            xs = [p.at for p in points]
-            ys = [p.score for p in points]
-            self._arrays[agent_id] = (np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))   # for the pointer
+            fresh = redraw_all or agent_id in touched or agent_id not in self._curves
+            if fresh or agent_id not in self._arrays:      # for the pointer, and the line below
+                self._arrays[agent_id] = (np.fromiter((p.at for p in points), float, len(points)),
+                                          np.fromiter((p.score for p in points), float, len(points)))
+            xs, ys = self._arrays[agent_id]
             if xs[-1] < last:                  # flat on to the latest point: the right edge is now
-                xs.append(last)
-                ys.append(ys[-1])
+                xs, ys = np.append(xs, last), np.append(ys, ys[-1])
             curve = self._curves.get(agent_id)
             if curve is None:
                 curve = pg.PlotDataItem(name=agent_id)
@@ -368,29 +404,59 @@ class TrustPanel(QWidget):
             colour = self.colour(agent_id)
             chosen = agent_id == self.selected
             # A score holds from one change to the next: steps, not slopes.
-            curve.setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), pen=self._pen(agent_id),
-                          stepMode="right")
+            curve.setData(xs, ys, pen=self._pen(agent_id), stepMode="right")
+            marks += [{"pos": (p.at, p.score), "data": p} for p in quarantine_moments(points)]
+            if not fresh:                      # its dots and pen are as drawn: only the tail moved
+                continue
             # The flat tail is not a point: dots mark the real points only.
             dot_colour = QColor(colour)
             if self.selected is not None and not chosen:
                 dot_colour.setAlpha(DIMMED_ALPHA)
-            self._dots[agent_id].setData([p.at for p in points], [p.score for p in points], size=8 if chosen else 5,
-                                         pen=pg.mkPen(dot_colour), brush=pg.mkBrush(dot_colour))
+            self._draw_dots(agent_id, dot_colour, 8 if chosen else 5, redraw_all)
             curve.setZValue(10 if chosen else 0)
             self._dots[agent_id].setZValue(11 if chosen else 1)
-            marks += [{"pos": (p.at, p.score), "data": p} for p in quarantine_moments(points)]
-        self.quarantine_marks.setData(marks)
+        self._marks.setData(marks)
         self._refresh_legend()
         self._refresh_title()
+
+    def _draw_dots(self, agent_id: str, colour: QColor, size: int, afresh: bool) -> None:
+        """The agent's points as dots: only the new ones when its points only grew and its style is the same
+        (rebuilding every spot of a long history is most of a redraw's cost)."""
+        xs, ys = self._arrays[agent_id]
+        style_key = (colour.rgba(), size)
+        dotted, drawn_style = self._dotted.get(agent_id, (0, None))
+        dots = self._dots[agent_id]
+        pen, brush = pg.mkPen(colour), pg.mkBrush(colour)
+        if afresh or agent_id in self._reordered or drawn_style != style_key or dotted > len(xs):
+            dots.setData(xs, ys, size=size, pen=pen, brush=brush)
+        elif dotted < len(xs):
+            dots.addPoints(x=xs[dotted:], y=ys[dotted:], size=size, pen=pen, brush=brush)
+        self._reordered.discard(agent_id)
+        self._dotted[agent_id] = (len(xs), style_key)
+
+    def _draw_now(self) -> None:
+        """Draws at once, taking along whatever was waiting for the batch's timer."""
+        if self._batch.pending():
+            self._batch.flush_now()          # which draws
+        else:
+            self._draw()
+
 
     def _refresh_legend(self) -> None:
         rows = [LegendRow(a, self.colour(a), self.score(a), self.state(a), len(self._points.get(a, ())))
                 for a in self._order if a in self._views or self._points.get(a)]
         known = self.legend_model.records()
         if [r.agent_id for r in known] == [r.agent_id for r in rows]:
-            for position, (old, new) in enumerate(zip(known, rows)):     # in place: selection and scroll stay
-                if old != new:
-                    self.legend_model.replace_record(position, new)
+            changed = [position for position, (old, new) in enumerate(zip(known, rows)) if old != new]
+            if changed:       # in place (selection and scroll stay), and one notice: each makes the header measure
+                model = self.legend_model
+                model.blockSignals(True)
+                try:
+                    for position in changed:
+                        model.replace_record(position, rows[position])
+                finally:
+                    model.blockSignals(False)
+                model.dataChanged.emit(model.index(changed[0], 0), model.index(changed[-1], model.columnCount() - 1))
         else:
             self.legend_model.set_records(rows)
         row = self.legend_model.row_of(self.selected) if self.selected else -1
@@ -430,7 +496,8 @@ class TrustPanel(QWidget):
         changed = agent_id != self.selected
         self.selected = agent_id
         if changed:
-            self._redraw()
+            self._redraw_all = True
+            self._draw_now()                 # the operator's click: at once
         if notify and agent_id is not None:
             self.sig_agent_selected.emit(agent_id)
 
@@ -441,6 +508,7 @@ class TrustPanel(QWidget):
     # --- pointer ---------------------------------------------------------------------------
     def nearest_point(self, scene_pos: QPointF, within: float = HOVER_PIXELS) -> ScorePoint | None:
         """The score point nearest the pointer (in screen pixels), if one is within `within` pixels."""
+        self.flush()
         if not self.view_box.sceneBoundingRect().contains(scene_pos):
             return None
         at = self.view_box.mapSceneToView(scene_pos)
@@ -475,6 +543,7 @@ class TrustPanel(QWidget):
 
     def scene_pos(self, point: ScorePoint) -> QPointF:
         """Where a point is drawn, in scene coordinates (for tests and the hover tip)."""
+        self.flush()
         return self.view_box.mapViewToScene(QPointF(point.at, point.score))
 
     def show_hover(self, point: ScorePoint | None) -> None:
@@ -509,6 +578,7 @@ class TrustPanel(QWidget):
 
     def line_at(self, scene_pos: QPointF) -> str | None:
         """The agent whose line passes under the pointer (the selected one first, as it is drawn on top)."""
+        self.flush()
         order = sorted(self._curves, key=lambda a: a != self.selected)
         for agent_id in order:
             line = self._curves[agent_id].curve

@@ -53,7 +53,8 @@ TEXT_WIDTH = 480
 
 def standing_text(view: AgentView) -> str:
     score = "not scored yet" if view.trust_score is None else f"score {view.trust_score:.2f}"
-    return f"Now: {score} · {view.trust_state} · {view.spec.role.value}, {view.state.value}"
+    process = "stopped" if view.stopped else view.state.value     # the standing is said just before
+    return f"Now: {score} · {view.trust_state} · {view.spec.role.value}, {process}"
 
 
 def plain_label(text: str = "") -> QLabel:

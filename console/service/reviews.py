@@ -1,7 +1,8 @@
-"""Reviews adapter: the approval queue and the operator's decisions on it."""
+"""Reviews adapter: the approval queue and the operator's decisions on it, one item or several at once."""
 from __future__ import annotations
 
 import asyncio
+from typing import Iterable
 
 from PySide6.QtCore import Signal
 
@@ -16,12 +17,15 @@ class ReviewsAdapter(Adapter):
     sig_changed = Signal(object)               # ReviewItem: enqueued by the engine, or decided
     sig_loaded = Signal(object)                # list[ReviewItem]: the queue as the store has it
     sig_failed = Signal(int, str)              # item id, why the decision was not saved
+    sig_decided_many = Signal(object)          # tuple[DecisionOutcome, ...]: a bulk decision, item by item
+    sig_many_failed = Signal(object, str)      # tuple of item ids, why none of them was decided
 
-    def load(self) -> asyncio.Task | None:
-        """Reads the approval queue (every pending item, then the latest decisions): sig_loaded."""
+    def load(self, every_decision: bool = False) -> asyncio.Task | None:
+        """Reads the approval queue: every pending item, then the latest DECIDED_SHOWN decisions (all of
+        them with every_decision): sig_loaded."""
         if not self.core.require_ready("the approval queue cannot be read"):
             return None
-        return self.core.spawn(self._load(), "review.load")
+        return self.core.spawn(self._load(None if every_decision else DECIDED_SHOWN), "review.load")
 
     def decide(self, item_id: int, approve: bool, reason: str, note: str = "") -> asyncio.Task | None:
         """Approves or rejects a review item as the operator: sig_changed with the decided item, or
@@ -32,12 +36,22 @@ class ReviewsAdapter(Adapter):
             return None
         return self.core.spawn(self._decide(item_id, bool(approve), reason, note), "review.decide")
 
-    async def _load(self) -> None:
+    def decide_many(self, item_ids: Iterable[int], approve: bool, reason: str, note: str = "") -> asyncio.Task | None:
+        """The same decision on several items, one by one (Engine.decide_many): sig_changed for every item
+        whose state is now known (decided, or found decided by someone else), then sig_decided_many with
+        each item's outcome. A refusal of the whole batch (an unlisted reason, ...) or a failure of the
+        store is sig_many_failed(ids, message), and the queue is read again to show what did happen."""
+        ids = tuple(int(i) for i in item_ids)
+        if not self.core.require_ready("decisions are not accepted", lambda m: self.sig_many_failed.emit(ids, m)):
+            return None
+        return self.core.spawn(self._decide_many(ids, bool(approve), reason, note), "review.decide_many")
+
+    async def _load(self, decided_limit: int | None) -> None:
         review = self.engine.review
 
         async def read():
             pending = await review.pending()
-            decided = [i for i in await review.items(limit=DECIDED_SHOWN) if not i.pending]
+            decided = [i for i in await review.items(limit=decided_limit) if not i.pending]
             return pending + decided
         outcome, items = await self.core.attempt(read, context="the approval queue could not be read")
         if outcome is Attempt.DONE:
@@ -52,6 +66,19 @@ class ReviewsAdapter(Adapter):
             self.sig_changed.emit(item)
         elif outcome is Attempt.REFUSED:      # show the item as the store has it (decided elsewhere?)
             await self._refresh(item_id)
+
+    async def _decide_many(self, ids: tuple[int, ...], approve: bool, reason: str, note: str) -> None:
+        outcome, outcomes = await self.core.attempt(
+            lambda: self.engine.decide_many(ids, approve, self.core.operator, reason, note),
+            context=f"the decisions on {len(ids)} review items were not all saved",
+            refused=lambda m: self.sig_many_failed.emit(ids, m), announce_refusal=False)
+        if outcome is Attempt.DONE:
+            for each in outcomes:
+                if each.item is not None:
+                    self.sig_changed.emit(each.item)
+            self.sig_decided_many.emit(outcomes)
+        elif outcome is Attempt.FAILED:       # some may have been decided before the failure: read them again
+            await self._load(DECIDED_SHOWN)
 
     async def _refresh(self, item_id: int) -> None:
         outcome, item = await self.core.attempt(lambda: self.engine.review.get(item_id),

@@ -21,10 +21,14 @@ from PySide6.QtCore import QObject, Signal
 
 from engine import AgentState, Engine
 from engine.events import (AgentChanged, CascadeResolved, CascadeScored, EngineReady, GatewayFlagged, QuestionReceived,
-                           ReviewEnqueued, TrustUpdated)
+                           ReviewEnqueued, StageProgressed, TrustUpdated)
+from engine.events import AlertChanged, AlertsRaised, SilencesChanged
+from engine.events import DemoTrafficChanged
 
 from .alerts import AlertsAdapter
+from .audit import AuditAdapter
 from .cascade import CascadeAdapter
+from .demo import DemoAdapter
 from .core import Phase, ServiceCore
 from .fleet import FleetAdapter
 from .gateway import GatewayAdapter
@@ -55,16 +59,27 @@ class EngineService(ServiceCore):
         self.traces = TracesAdapter(self)
         self.memory = MemoryAdapter(self)
         self.tools = ToolsAdapter(self)
+        self.demo = DemoAdapter(self, ready=self.sig_ready)
+        # After each of these the audit trail holds new events: the Audit panel reads it again (coalesced).
+        self.audit = AuditAdapter(self, grows_on=(self.trust.sig_updated, self.gateway.sig_flagged,
+                                                  self.reviews.sig_changed, self.alerts.sig_changed,
+                                                  self.alerts.sig_silences, self.memory.sig_changed,
+                                                  self.tools.sig_changed))
         # The one table from engine event types to what the console does with them.
         self._routes: dict[type, Callable[[object], None]] = {
             AgentChanged: self._on_agent_changed,
             EngineReady: self._on_engine_ready,
             QuestionReceived: self.questions.on_received,
+            StageProgressed: self.questions.on_progress,
             ReviewEnqueued: self.reviews.on_enqueued,
             TrustUpdated: self.trust.on_updated,
             CascadeScored: self.cascade.sig_scored.emit,
             CascadeResolved: self.cascade.sig_resolved.emit,
             GatewayFlagged: self.gateway.sig_flagged.emit,
+            DemoTrafficChanged: self.demo.on_changed,
+            AlertsRaised: self.alerts.on_raised,
+            AlertChanged: self.alerts.on_changed,
+            SilencesChanged: self.alerts.on_silences,
         }
         # The question's agents may have written memory or asked for tools: read both again after it.
         self.questions.sig_answer.connect(lambda _answer: (self.memory.load(), self.tools.load()))

@@ -24,7 +24,7 @@ from engine import Engine, load_fleet, load_settings
 
 HERE = Path(__file__).parent
 # Printed by the offscreen platform plugin whenever a top-level window is shown: not our bug.
-QT_PLATFORM_NOISE = r"This plugin does not support propagateSizeHints\(\)"
+QT_PLATFORM_NOISE = r"This plugin does not support (propagateSizeHints|raise)\(\)"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -83,3 +83,5 @@ def engine(small_fleet_file, db_path, cache_dir) -> Engine:
         if child.process.poll() is None:
             child.process.kill()
             child.process.wait()
+        if child.process.stdout:
+            child.process.stdout.close()

@@ -69,10 +69,58 @@ class FakeTrustTables:
         return await self._engine.acknowledge_alert(alert_id, by, comment)
 
 
+class FakeAuditLog:
+    """The audit trail as canned rows (newest first); a verification that finds it intact."""
+
+    def __init__(self, rows: Iterable = ()) -> None:
+        self.rows = tuple(rows)
+
+    async def query(self, filter) -> tuple:
+        rows = [r for r in self.rows if (not filter.actor or r.actor == filter.actor)
+                and (not filter.trace_id or r.trace_id == filter.trace_id)]
+        return tuple(rows if filter.limit is None else rows[:filter.limit])
+
+    async def actors(self) -> tuple[str, ...]:
+        return tuple(sorted({r.actor for r in self.rows}))
+
+    async def kinds(self) -> tuple[str, ...]:
+        return tuple(sorted({r.type for r in self.rows}))
+
+    async def verify(self):
+        from engine.store.audit_log import ChainStatus
+        return ChainStatus(True, len(self.rows), None, f"{len(self.rows)} events check out")
+
+
+class FakeMemory:
+    """Agents' memory with nothing in it (a fleet whose generators never wrote any)."""
+
+    async def namespaces(self) -> tuple:
+        return ()
+
+    async def entries(self, namespace=None, include_inactive: bool = False) -> tuple:
+        return ()
+
+    async def snapshots(self, namespace=None) -> tuple:
+        return ()
+
+
+class FakeTools:
+    """The tool broker with no call yet."""
+
+    async def pending(self) -> tuple:
+        return ()
+
+    async def calls(self, limit: int = 200) -> tuple:
+        return ()
+
+    async def outbox(self, limit: int = 100) -> tuple:
+        return ()
+
+
 class FakeEngine:
     def __init__(self, agents: Sequence[AgentView] = (), *, reviews: Iterable[ReviewItem] = (),
                  history: Iterable = (), alerts: Iterable[AlertRow] = (), decisions: Iterable = (),
-                 traces: dict[str, tuple] | None = None, answers: Iterable[Answer] = (),
+                 traces: dict[str, tuple] | None = None, answers: Iterable[Answer] = (), audit_rows: Iterable = (),
                  settings=None, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings or load_settings()
         self.clock = clock
@@ -85,6 +133,9 @@ class FakeEngine:
         self.decisions = tuple(decisions)
         self.traces = dict(traces or {})
         self.answers = list(answers)
+        self.audit_log = FakeAuditLog(audit_rows)
+        self.memory = FakeMemory()
+        self.tools = FakeTools()
         self.closed = False
 
     # --- events ------------------------------------------------------------------------------
@@ -116,8 +167,8 @@ class FakeEngine:
         return tuple(self._agents.values())
 
     # --- questions -----------------------------------------------------------------------------
-    async def ask(self, question: str, tier: RiskTier | None = None) -> Answer:
-        self._record("ask", question, tier)
+    async def ask(self, question: str, tier: RiskTier | None = None, trace_id: str | None = None) -> Answer:
+        self._record("ask", question, tier, trace_id)
         if not question.strip():
             raise InputError("the question is empty")
         if not self.answers:
@@ -177,6 +228,10 @@ class FakeEngine:
                                                      ack_comment=comment)
         self.emit(AlertChanged(row, self.clock()))
         return row
+
+    async def silences(self, active_only: bool = True) -> tuple:
+        self._record("silences", active_only)
+        return ()
 
     # --- gateway and traces ------------------------------------------------------------------------
     async def gateway_decisions(self, limit: int = 200) -> tuple:

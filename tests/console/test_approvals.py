@@ -7,7 +7,9 @@ import dataclasses
 import json
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextDocument
 
+from console import style
 from console.app import serve
 from console.main_window import MainWindow
 from console.panels.approvals import REVIEW_COLUMNS, DecisionForm, ReviewModel, claim_mark, item_html
@@ -63,7 +65,7 @@ def test_review_model_passes_qt_model_tester_and_keeps_queue_order(qtmodeltester
     assert text(model, 0, "Question") == "What are the moons of Mars?"
     assert text(model, 0, "Answer / verdict") == "Mars has two moons, Phobos and Deimos."
     tooltip = model.data(model.index(1, COLUMN["Status"]), Qt.ItemDataRole.ToolTipRole)
-    assert tooltip == "rejected by alice: other — three moons? <b>no</b>"
+    assert tooltip == style.literal_tooltip("rejected by alice: other — three moons? <b>no</b>")     # shown literally
 
     # The tester stays connected and checks every change below (a second check() would connect it twice).
     assert model.upsert(pending_2) == 1                 # a new pending item goes after the pending ones
@@ -78,16 +80,27 @@ def test_review_model_passes_qt_model_tester_and_keeps_queue_order(qtmodeltester
     qtmodeltester.check(model, force_py=True)
 
 
-def test_detail_shows_candidates_and_claims_escaped(db_path):
+def page_text(page: str) -> str:
+    """What the detail pane shows of a page: its plain text, as QTextBrowser renders it."""
+    document = QTextDocument()
+    document.setHtml(page)
+    return document.toPlainText()
+
+
+def test_detail_shows_candidates_and_claims_escaped(qapp, db_path):
     rejected = queued_items(db_path)[2]
     page = item_html(rejected)
-    assert "gen-liar" in page and "Mars has three moons." in page
-    assert "According to a 2023 survey, Mars has a third moon." in page and "✓" in page
-    assert "not enough evidence — cites chunks not in the context" in page and "Moons of Mars" in page
+    shown = page_text(page)
+    assert "gen-liar" in shown and "Mars has three moons." in shown
+    assert "? not enough evidence According to a 2023 survey, Mars has a third moon. [survey-2023#0]" in shown
+    assert "cites chunks not in the context: survey-2023#0" in shown and "Moons of Mars" in shown
+    assert "✓ supported Mars has two small moons, Phobos and Deimos. [mars-moons#0]" in shown
+    assert "evidence: “Both were discovered by Asaph Hall in 1877.”" in shown       # the sentence the claim is about
     liar = rejected.candidates_summary[1]
     assert [claim_mark(c)[0] for c in liar.claims] == ["?", "?"]       # not backed by their evidence
     assert claim_mark(dataclasses.replace(liar.claims[0], label="refuted"))[0] == "✗"
     assert "three moons? &lt;b&gt;no&lt;/b&gt;" in page and "<b>no</b>" not in page   # agents' and notes' text is data
+    assert "three moons? <b>no</b>" in shown
 
 
 def test_decision_form_needs_a_note_for_other_and_cancels_on_escape(qtbot, db_path):
@@ -95,24 +108,28 @@ def test_decision_form_needs_a_note_for_other_and_cancels_on_escape(qtbot, db_pa
     form = DecisionForm()
     qtbot.addWidget(form)
     form.show()
-    confirmed = []
+    confirmed, cancelled = [], []
     form.sig_confirmed.connect(lambda *args: confirmed.append(args))
+    form.sig_cancelled.connect(lambda: cancelled.append(True))
     form.open_for(item, approve=False)
-    assert form.isVisible() and form.confirm.text() == "Reject"
+    assert form.isVisible() and form.confirm.text() == "Reject" and form.title.text() == "Reject #1 because"
     assert [form.reason.itemText(i) for i in range(form.reason.count())] == list(REJECT_REASONS)
+    assert form.focusWidget() is form.reason               # the reason list has the focus
     form.reason.setCurrentText("other")
     assert not form.confirm.isEnabled() and "needs a note" in form.hint.text()
-    form.submit()
+    qtbot.keyClick(form.reason, Qt.Key.Key_Return)         # Enter without the note "other" needs does nothing
     assert confirmed == []
-    qtbot.keyClicks(form.note, "a made-up moon")
+    qtbot.keyClicks(form.reason, "a made-up moon")          # typing in the list writes the note
+    assert form.note.text() == "a made-up moon" and form.focusWidget() is form.note
+    assert form.reason.currentText() == "other"
     assert form.confirm.isEnabled()
     qtbot.keyClick(form.note, Qt.Key.Key_Return)
-    assert confirmed == [(item.id, False, "other", "a made-up moon")]
+    assert confirmed == [((item.id,), False, "other", "a made-up moon")]
     assert form.saving and not form.confirm.isEnabled() and not form.note.isEnabled()
     form.failed("review item #1 was already approved")
     assert not form.saving and form.confirm.isEnabled() and "already approved" in form.hint.text()
     qtbot.keyClick(form.note, Qt.Key.Key_Escape)
-    assert not form.isVisible()
+    assert not form.isVisible() and cancelled == [True]
 
 
 def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_event(qtbot, qasync_loop, engine,
@@ -158,7 +175,7 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
 
     qtbot.mouseClick(panel.reject_button, Qt.MouseButton.LeftButton)
     form = panel.form
-    assert form.isVisible() and form.item_id == 2 and not panel.actions.isVisible()    # the form takes their place
+    assert form.isVisible() and form.item_id == 2 and not panel.action_row.isVisible()    # the form takes their place
     form.reason.setCurrentText("other")
     assert not form.confirm.isEnabled()                      # "other" needs a note
     form.reason.setCurrentText("factually wrong")
@@ -168,10 +185,11 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     assert (decided.id, decided.status, decided.decided_by, decided.reason) == (
         2, ReviewStatus.REJECTED, "tester", "factually wrong")
     assert panel.model.row_of(2) == row and panel.model.record(row).status is ReviewStatus.REJECTED   # in place
-    assert panel.current_item().id == 2 and text(panel.model, row, "Status") == "rejected"
-    assert not form.isVisible() and panel.actions.isVisible()
-    assert not panel.approve_button.isEnabled() and not panel.reject_button.isEnabled()
-    assert "rejected by tester: factually wrong" in panel.message.text()
+    assert text(panel.model, row, "Status") == "rejected"
+    assert panel.current_item().id == 1                     # the selection moved on to the item still waiting
+    assert not form.isVisible() and panel.action_row.isVisible()
+    assert panel.approve_button.isEnabled() and panel.reject_button.isEnabled()
+    assert "#2 rejected by tester: factually wrong" in panel.message.text()
     assert window.dock_title("approvals") == "Approvals (1 pending)"
 
     # A second decision on the same item is refused by the engine; the panel says so and the row stays rejected.

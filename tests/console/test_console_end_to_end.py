@@ -44,12 +44,21 @@ def test_operator_asks_through_the_window_and_closing_stops_the_fleet(qtbot, qas
     assert window.fleet_panel.title.text() == "Fleet — all 6 agents up"
 
     qtbot.keyClicks(panel.question, "What are the moons of Mars?")
+    progress, strip = [], []
+    service.questions.sig_progress.connect(progress.append)
+    service.questions.sig_progress.connect(lambda _event: strip.append(panel.progress.text()))
     with qtbot.waitSignal(service.questions.sig_answer, timeout=ANSWER_TIMEOUT_MS):
         qtbot.keyClick(panel.question, Qt.Key.Key_Return)      # Enter submits
         assert not panel.ask_button.isEnabled()                # one question at a time
         assert panel.busy_bar.isVisible()
     assert not panel.busy_bar.isVisible()
     assert panel.ask_button.isEnabled()
+    # Live progress: every stage started, then finished, in order, for this question only; the strip said so.
+    assert progress[0].index == 0 and progress[0].kind is None
+    finished = [e for e in progress if e.kind is not None]
+    assert [e.kind.value for e in finished][0] == "formulate" and finished[-1].kind.value == "synthesize"
+    assert len(finished) == progress[0].total and {e.trace_id for e in progress} == {progress[0].trace_id}
+    assert any("running" in text for text in strip) and "synthesize ✓" in strip[-1]
 
     header = panel.answer_view.header
     assert header.badge.text() == "ANSWERED"

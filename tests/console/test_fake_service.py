@@ -40,7 +40,7 @@ def test_a_window_on_the_fake_engine_fills_its_panels_from_recorded_events(qtbot
     engine.emit(*recorded.agents_up(views), recorded.quarantined(views[-1]))
     window.approvals_panel.reload()
     qtbot.waitUntil(lambda: window.approvals_panel.model.rowCount() == 1, timeout=2_000)
-    assert window.fleet_panel.summary() == "all 6 agents up · 1 quarantined"
+    qtbot.waitUntil(lambda: window.fleet_panel.summary() == "all 6 agents up · 1 quarantined", timeout=2_000)
     assert window.dock_title("approvals") == "Approvals (1 pending)" and window.needs_attention("approvals")
     assert session.errors == []
 

@@ -42,7 +42,7 @@ def test_start_progress_then_live_fleet_status_in_the_status_bar(qtbot, engine):
     assert window.ask_panel.ask_button.isEnabled()
 
     service.fleet.sig_agent_changed.emit(dataclasses.replace(engine.agents()[0], state=AgentState.DOWN))
-    assert window.status_text.text() == "Ready — 5 of 6 agents up · 1 down"
+    qtbot.waitUntil(lambda: window.status_text.text() == "Ready — 5 of 6 agents up · 1 down", timeout=2_000)
 
 
 def test_errors_show_as_a_toast_not_a_dialog(qtbot, engine):

@@ -23,7 +23,7 @@ from console.panels.fleet import FLEET_COLUMNS, FleetModel
 from console.panels.trust import PEN_STYLES, TrustPanel, point_text
 from console.panels.trust_dialog import TrustAction, TrustActionDialog
 from console.service import EngineService, Phase
-from engine import Engine, load_fleet, load_settings
+from engine import AgentState, Engine, load_fleet, load_settings
 from engine.store.trust import AlertRow, ScorePoint
 from engine.trust import TrustUpdate
 
@@ -68,7 +68,8 @@ def start_window(qtbot, qasync_loop, engine):
     qtbot.addWidget(window)
     errors = []
     service.sig_error.connect(errors.append)
-    with qtbot.waitSignal(service.trust.sig_loaded, timeout=START_TIMEOUT_MS):   # read once the engine is ready
+    with qtbot.waitSignals([service.trust.sig_loaded, service.alerts.sig_loaded],
+                           timeout=START_TIMEOUT_MS):          # read once the engine is ready
         run = qasync_loop.create_task(serve(window, service))
     qtbot.waitExposed(window)
     return service, window, run, errors
@@ -165,20 +166,22 @@ def test_fleet_table_shows_trust_score_and_standing_in_colour(engine):
     model = FleetModel()
     views = list(engine.agents())
     assert fleet_cell_of(model, views, "gen-a", "Score") == "—"         # not scored before the book has it
-    model.update_agent(dataclasses.replace(engine.registry.get("gen-a"), trust_score=0.7512, trust_state="active"))
-    model.update_agent(dataclasses.replace(engine.registry.get("gen-b"), trust_score=0.45, trust_state="probation"))
-    model.update_agent(dataclasses.replace(engine.registry.get("gen-liar"), trust_score=0.12,
-                                           trust_state="quarantined"))
-    assert fleet_cell(model, "gen-a", "Score") == "0.75" and fleet_cell(model, "gen-a", "Standing") == "active"
-    assert fleet_cell(model, "gen-a", "Standing", FOREGROUND) is None
-    assert fleet_cell(model, "gen-b", "Standing") == "probation"
-    assert fleet_cell(model, "gen-b", "Standing", FOREGROUND) == style.tones().warn
+
+    def up(agent_id, **standing):
+        return dataclasses.replace(engine.registry.get(agent_id), state=AgentState.UP, **standing)
+    model.update_agent(up("gen-a", trust_score=0.7512, trust_state="active"))
+    model.update_agent(up("gen-b", trust_score=0.45, trust_state="probation"))
+    model.update_agent(up("gen-liar", trust_score=0.12, trust_state="quarantined"))
+    assert fleet_cell(model, "gen-a", "Score") == "0.75" and fleet_cell(model, "gen-a", "State") == "up"
+    assert fleet_cell(model, "gen-a", "Score", FOREGROUND) is None
+    assert fleet_cell(model, "gen-b", "State") == "probation"
+    assert fleet_cell(model, "gen-b", "State", FOREGROUND) == style.tones().warn
     assert fleet_cell(model, "gen-liar", "Score") == "0.12"
-    assert fleet_cell(model, "gen-liar", "Standing") == "quarantined"
-    assert fleet_cell(model, "gen-liar", "Standing", FOREGROUND) == style.tones().bad
+    assert fleet_cell(model, "gen-liar", "State") == "quarantined"
+    assert fleet_cell(model, "gen-liar", "State", FOREGROUND) == style.tones().bad
     assert fleet_cell(model, "gen-liar", "Score", FOREGROUND) == style.tones().bad
-    assert "no work" in fleet_cell(model, "gen-liar", "Standing", Qt.ItemDataRole.ToolTipRole)
-    assert fleet_cell(model, "gen-a", "Trust level") == "TOOL"
+    assert "no work" in fleet_cell(model, "gen-liar", "State", Qt.ItemDataRole.ToolTipRole)
+    assert "trust level TOOL" in fleet_cell(model, "gen-a", "Kind", Qt.ItemDataRole.ToolTipRole)
 
 
 def fleet_cell_of(model, views, agent_id, title):
@@ -224,7 +227,7 @@ def test_quarantine_and_release_from_the_fleet_table_through_the_reason_dialog(q
     service, window, run, errors = start_window(qtbot, qasync_loop, engine)
     fleet = window.fleet_panel
     assert fleet_cell(fleet.model, "gen-b", "Score") == "0.75"          # the book's start score
-    assert fleet_cell(fleet.model, "gen-b", "Standing") == "active"
+    assert fleet_cell(fleet.model, "gen-b", "State") == "up"            # up, and active in the book
     assert not fleet.quarantine_button.isEnabled()                        # nothing selected yet
     assert fleet.select_agent("gen-b")
     assert fleet.quarantine_button.isEnabled() and not fleet.release_button.isEnabled()
@@ -253,9 +256,9 @@ def test_quarantine_and_release_from_the_fleet_table_through_the_reason_dialog(q
     assert [(e.agent_id, e.reason, e.actor, e.automatic) for e in quarantined] == [
         ("gen-b", "answers drift since the last deploy", "tester", False)]
     assert engine.registry.get("gen-b").trust_state == "quarantined"
-    assert fleet_cell(fleet.model, "gen-b", "Standing") == "quarantined"
-    assert fleet_cell(fleet.model, "gen-b", "Standing", FOREGROUND) == style.tones().bad
-    assert fleet.message.text() == "gen-b quarantined by tester"
+    assert fleet_cell(fleet.model, "gen-b", "State") == "quarantined"
+    assert fleet_cell(fleet.model, "gen-b", "State", FOREGROUND) == style.tones().bad
+    assert fleet.message.full_text() == "gen-b quarantined by tester"
     assert not fleet.quarantine_button.isEnabled() and fleet.release_button.isEnabled()
     assert "1 quarantined" in window.status_text.text()
     trust = window.trust_panel
@@ -270,15 +273,15 @@ def test_quarantine_and_release_from_the_fleet_table_through_the_reason_dialog(q
     with qtbot.waitSignal(release.sig_saved, timeout=ANSWER_TIMEOUT_MS):
         qtbot.keyClick(release.reason, Qt.Key.Key_Return)
     assert not release.isVisible()
-    assert fleet_cell(fleet.model, "gen-b", "Standing") == "probation"
-    assert fleet_cell(fleet.model, "gen-b", "Standing", FOREGROUND) == style.tones().warn
+    assert fleet_cell(fleet.model, "gen-b", "State") == "probation"
+    assert fleet_cell(fleet.model, "gen-b", "State", FOREGROUND) == style.tones().warn
     assert fleet.quarantine_button.isEnabled() and not fleet.release_button.isEnabled()
     assert window.dock_title("trust") == "Trust"
 
     # A release of an agent that is not quarantined is refused by the engine and said in the panel.
     with qtbot.waitSignal(service.trust.sig_failed, timeout=ANSWER_TIMEOUT_MS):
         service.trust.release("gen-a", "by mistake")
-    assert fleet.message.text().startswith("gen-a: gen-a is not quarantined")
+    assert fleet.message.full_text().startswith("gen-a: gen-a is not quarantined")
     close_window(qtbot, window, service, engine, run)
     assert errors == []
 
@@ -332,8 +335,10 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     with qtbot.waitSignal(service.questions.sig_answer, timeout=ANSWER_TIMEOUT_MS):
         window.ask_panel.submit()
     qtbot.waitUntil(lambda: not service.questions.busy, timeout=ANSWER_TIMEOUT_MS)
+    # Alerts arrive batched (one redraw per burst).
+    qtbot.waitUntil(lambda: any(a.agent_id == "gen-liar" for a in alerts.model.records()), timeout=5_000)
     # The fleet table, the plot, the alerts and the status bar all say it, without a refresh.
-    assert fleet_cell(window.fleet_panel.model, "gen-liar", "Standing") == "quarantined"
+    assert fleet_cell(window.fleet_panel.model, "gen-liar", "State") == "quarantined"
     assert trust.state("gen-liar") == "quarantined"
     assert any(p.agent_id == "gen-liar" for p in trust.quarantine_marks.data["data"])
     liar_alerts = [a for a in alerts.model.records() if a.agent_id == "gen-liar"]
@@ -349,14 +354,15 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     assert window.is_front("alerts")
     liar = liar_alerts[0]
     assert window.fleet_panel.current_view() is None            # the list's own first selection picks no agent
-    rect = alerts.table.visualRect(alerts.model.index(alerts.model.row_of(liar.id), AGENT_COLUMN))
+    rect = alerts.table.visualRect(alerts.proxy.mapFromSource(alerts.model.index(alerts.model.row_of(liar.id), AGENT_COLUMN)))
     qtbot.mouseClick(alerts.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert alerts.current_alert().id == liar.id and "gen-liar quarantined" in alerts.detail.text()
     assert window.fleet_panel.current_view().spec.id == "gen-liar"        # the operator's click does
     assert trust.selected == "gen-liar"
-    with qtbot.waitSignal(service.alerts.sig_acknowledged, timeout=ANSWER_TIMEOUT_MS) as acked:
-        qtbot.mouseClick(alerts.acknowledge_button, Qt.MouseButton.LeftButton)
-    row = acked.args[0]
+    qtbot.mouseClick(alerts.acknowledge_button, Qt.MouseButton.LeftButton)     # opens the comment form
+    with qtbot.waitSignal(service.alerts.sig_acknowledge_done, timeout=ANSWER_TIMEOUT_MS):
+        qtbot.keyClick(alerts.ack_form.comment, Qt.Key.Key_Return)
+    row = alerts.model.alert(liar.id)
     assert (row.id, row.acknowledged_by, row.open) == (liar.id, "tester", False)
     position = alerts.model.row_of(liar.id)
     assert alerts.model.data(alerts.model.index(position, AGENT_COLUMN), FOREGROUND) == style.tones().muted
