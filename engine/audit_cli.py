@@ -21,10 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import InputError, QuorumError
+from .cli_common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, add_db_option, reported
+from .errors import InputError
 from .gateway.scanners.invisible import printable
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 LIST_LIMIT = 100
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -49,10 +49,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return audit
 
 
-def _db(parser: argparse.ArgumentParser) -> None:
-    # SUPPRESS: a copy on the sub-command never overwrites a --db given before it (main.py's convention).
-    parser.add_argument("--db", type=Path, default=argparse.SUPPRESS,
-                        help="SQLite file (default: user data dir, or $QUORUM_DB)")
+_db = add_db_option
 
 
 def _filters(parser: argparse.ArgumentParser, limit: int | None) -> None:
@@ -66,14 +63,7 @@ def _filters(parser: argparse.ArgumentParser, limit: int | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except QuorumError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    return reported(lambda: _run(args))
 
 
 def parse_when(text: str, option: str, now: float) -> float:

@@ -19,12 +19,11 @@ import argparse
 import asyncio
 import datetime
 import json
-import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError, QuorumError
+from ..cli_common import EXIT_OK, action_adder, add_db_option, reported
+from ..errors import InputError
 from ..reputation.events import AlertKind
 from ..types import to_jsonable
 from .kinds import label_of
@@ -35,7 +34,6 @@ from .silences import MAX_SILENCE_S, Silence, format_duration, matches, parse_du
 if TYPE_CHECKING:
     from .book import AlertBook
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 ACTIONS = ("list", "ack", "silence", "silences", "unsilence")
 EMPTY_WITHOUT_DB = ("list", "silences")   # no database yet: an empty answer, and no file created
 
@@ -45,15 +43,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                                   "agent for a while, end a silence")
     _db(alerts)
     actions = alerts.add_subparsers(dest="alerts_action", required=True, metavar="{" + ",".join(ACTIONS) + "}")
-
-    def action(name: str, help_: str, change: bool = False) -> argparse.ArgumentParser:
-        parser = actions.add_parser(name, help=help_)
-        _db(parser)
-        parser.add_argument("--json", action="store_true", help="print JSON")
-        if change:
-            parser.add_argument("--operator", default=os.environ.get("USER") or "operator",
-                                help="who does it (default: $USER, or \"operator\")")
-        return parser
+    action = action_adder(actions)
 
     listing = action("list", "list alerts, newest first")
     listing.add_argument("--open", action="store_true", help="only alerts nobody acknowledged yet")
@@ -74,21 +64,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return alerts
 
 
-def _db(parser: argparse.ArgumentParser) -> None:
-    # SUPPRESS: a copy on the sub-command never overwrites a --db given before it (main.py's convention).
-    parser.add_argument("--db", type=Path, default=argparse.SUPPRESS,
-                        help="SQLite file (default: user data dir, or $QUORUM_DB)")
+_db = add_db_option
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_run(args))
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except QuorumError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    return reported(lambda: asyncio.run(_run(args)))
 
 
 def _check(args: argparse.Namespace) -> float | None:

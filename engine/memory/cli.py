@@ -19,16 +19,14 @@ import argparse
 import asyncio
 import datetime
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, QuorumError
+from ..cli_common import EXIT_OK, action_adder, add_db_option, reported
+from ..errors import InputError
 from ..text import shorten
 from ..types import to_jsonable
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 EMPTY_WITHOUT_DB = ("list", "history", "snapshots", "rescan")   # no database yet: an empty answer
 RESCAN_SCANNERS = ("invisible", "patterns")   # the cheap scanners: no model to load for a CLI check
 
@@ -39,15 +37,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     _db(memory)
     actions = memory.add_subparsers(dest="memory_action", required=True,
                                     metavar="{list,history,snapshot,snapshots,rollback,quarantine,release,spread,rescan}")
-
-    def action(name: str, help_: str, change: bool = False) -> argparse.ArgumentParser:
-        parser = actions.add_parser(name, help=help_)
-        _db(parser)
-        parser.add_argument("--json", action="store_true", help="print JSON")
-        if change:
-            parser.add_argument("--operator", default=os.environ.get("USER") or "operator",
-                                help="who does it (default: $USER, or \"operator\")")
-        return parser
+    action = action_adder(actions)
 
     listing = action("list", "list active entries")
     listing.add_argument("--namespace", help="only this agent's namespace")
@@ -78,21 +68,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return memory
 
 
-def _db(parser: argparse.ArgumentParser) -> None:
-    # SUPPRESS: a copy on the sub-command never overwrites a --db given before it (main.py's convention).
-    parser.add_argument("--db", type=Path, default=argparse.SUPPRESS,
-                        help="SQLite file (default: user data dir, or $QUORUM_DB)")
+_db = add_db_option
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_run(args))
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except QuorumError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    return reported(lambda: asyncio.run(_run(args)))
 
 
 def _check(args: argparse.Namespace) -> None:
