@@ -39,12 +39,20 @@ COMMAND_MODULES = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = frozenset({"ask", "fleet", "review", "agents", "eval", *COMMAND_MODULES})
+
+
+def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+    """commands=False: the console's options alone. Building every command's parser imports every command's
+    module, and the console's window waits on that (it must show within 2 s of start)."""
     parser = argparse.ArgumentParser(prog="quorum", description="Operations console for a fleet of RAG agents that may lie.")
     _common(parser, top=True)
     parser.add_argument("--demo", type=float, metavar="RATE", default=None,
                         help="the console only: feed the demo questions at RATE a second once the fleet is ready "
                              "(0.05 to 20; the Demo traffic switch turns it off)")
+    if not commands:
+        parser.set_defaults(command=None)
+        return parser
     sub = parser.add_subparsers(dest="command")
     ask = sub.add_parser("ask", help="answer one question on the fleet, headless")
     ask.add_argument("question")
@@ -306,8 +314,15 @@ def _eval(args, from_command_line: bool) -> int:
     return run_eval(args)
 
 
+def wants_console(argv: list[str]) -> bool:
+    """No command named (and no help asked): the console. A flag's value that happens to be a command's name
+    only costs the full parser, which then sees it right."""
+    return not any(a in COMMANDS or a in ("-h", "--help") for a in argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(commands=not wants_console(words)).parse_args(argv)
     from engine import ConfigError, InputError, QuorumError
     try:
         if args.command == "ask":

@@ -23,6 +23,7 @@ from engine import Engine, EngineSettings, FleetConfig
 from .main_window import MainWindow
 from .service import EngineService, Phase
 from .settings import console_settings
+from .startup import install_probe
 from .style import ThemeChoice, apply_app_style, follow_system
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ def run_console(fleet: FleetConfig, settings: EngineSettings, db_path: Path | No
     apply_app_style(app, theme_choice(console_settings()))
     # The window closes only after shutdown; the loop ends when serve() returns, not before.
     app.setQuitOnLastWindowClosed(False)
+    install_probe(app)                # QUORUM_STARTUP_PROBE only (main.py bench ui)
     engine = Engine(fleet, settings, db_path=db_path, cache_dir=cache_dir)   # no I/O yet
     service = EngineService(engine)
     window = MainWindow(service)

@@ -38,6 +38,8 @@ DEFAULT_JSON = PROJECT_ROOT / "reports" / "ui" / "ui_bench.json"
 HEARTBEAT_MS = 10
 TARGET_P99_MS = 50.0
 TARGET_SHOWN_S = 2.0
+STARTUP_RUNS = 3             # starts of the real command; their median is window_shown_s
+STARTUP_TIMEOUT_S = 60.0
 PROGRESS_EVERY_S = 5.0
 FRONT_EVERY_S = 5.0
 FRONT_PANELS = (("trust", "approvals"), ("cascade", "alerts"), ("fleet", "questions"))
@@ -90,14 +92,41 @@ def run(args) -> int:
 
 def process_started_at() -> tuple[float, str]:
     """The process's start on the perf_counter clock, and what it was measured from."""
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        start_ticks = float(stat[stat.rindex(")") + 2:].split()[19])       # field 22: starttime
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        now = time.perf_counter()
-        return now - (uptime - start_ticks / os.sysconf("SC_CLK_TCK")), "process start"
-    except (OSError, ValueError, IndexError, AttributeError):
-        return _IMPORTED_AT, "import of console.bench_ui"
+    from .startup import process_started_at as started
+    return started()
+
+
+def measure_window_shown(fleet_path: Path | None, tmp: Path, runs: int = STARTUP_RUNS) -> list[float]:
+    """Seconds from process start to the window's first paint, for `runs` starts of the console as an operator
+    starts it (`main.py [--fleet F]`, its own database and settings, no demo traffic): each run is stopped
+    (SIGTERM, the console's orderly close) as soon as its window has painted, models still loading."""
+    import signal
+    import subprocess
+
+    times = []
+    for n in range(runs):
+        probe, ini = tmp / f"startup-{n}.json", tmp / f"startup-{n}.ini"
+        ini.write_text("[demo]\nenabled=false\n", encoding="utf-8")
+        env = {**os.environ, "QUORUM_STARTUP_PROBE": str(probe), "QUORUM_SETTINGS": str(ini),
+               "QUORUM_DB": str(tmp / f"startup-{n}.db"), "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
+        command = [sys.executable, str(PROJECT_ROOT / "main.py"), *(["--fleet", str(fleet_path)] if fleet_path else [])]
+        process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + STARTUP_TIMEOUT_S
+            while not probe.exists() and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if probe.exists():
+                times.append(json.loads(probe.read_text(encoding="utf-8"))["window_shown_s"])
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    return times
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -311,9 +340,10 @@ def _run(args) -> int:
             service.sig_starting.disconnect(starting)
             ready_at = time.perf_counter()
             shown = marks.get("shown")
-            shown_text = f"window shown {shown - started_at:.2f} s after {started_from}" if shown else \
+            entered = _MARKS.get("run_console called", started_at)
+            shown_text = f"this window shown {shown - entered:.2f} s after run_console" if shown else \
                 "window not painted yet"
-            print(f"bench ui: {shown_text}; fleet ready after {ready_at - started_at:.1f} s; demo traffic at "
+            print(f"bench ui: {shown_text}; fleet ready after {ready_at - entered:.1f} s; demo traffic at "
                   f"{args.rate:g} q/s for {args.seconds:g} s", flush=True)
             state["phase"] = "traffic"
             state["last"] = time.perf_counter()
@@ -341,12 +371,20 @@ def _run(args) -> int:
                                           **{phase: watch.summary(phase) for phase in ("startup", "traffic")}}
 
     with tempfile.TemporaryDirectory(prefix="quorum-bench-ui-") as tmp:
+        print(f"bench ui: starting the console {STARTUP_RUNS} times as an operator does, for the time to its "
+              f"window …", flush=True)
+        startup_runs = measure_window_shown(fleet_path, Path(tmp))
+        print(f"bench ui: window shown after {', '.join(f'{t:.2f}' for t in startup_runs) or 'never'} s", flush=True)
         use_scratch_settings(Path(tmp) / "settings")       # the bench starts the demo traffic itself
         entry = _MARKS["run_console called"] = time.perf_counter()
         code = run_console(fleet, settings, db_path=Path(tmp) / "quorum.db", cache_dir=args.cache_dir,
                            script=script)
     if code != EXIT_OK or not result:
         return code or EXIT_FAILURE
+    result["window_shown_in_bench_s"] = result["window_shown_s"]      # this process: the bench's own imports too
+    result["window_shown_runs_s"] = startup_runs
+    result["window_shown_s"] = round(percentile(startup_runs, 0.5), 3) if startup_runs else None
+    result["window_shown_from"] = f"process start of `main.py`, median of {len(startup_runs)} starts"
     _write(args.json, result)
     _print_summary(result, args.json)
     return EXIT_OK
@@ -386,9 +424,11 @@ def _results(args, fleet_path, stats, traffic_s, phases, started_at, started_fro
         "stall_p50_ms": traffic["p50_ms"], "stall_p99_ms": traffic["p99_ms"], "stall_max_ms": traffic["max_ms"],
         "window_shown_s": round(shown - started_at, 3) if shown else None,
         "window_shown_from": started_from,
-        "startup_marks_s": {name: round(at - started_at, 3) for name, at in sorted(_MARKS.items(), key=lambda kv: kv[1])},
+        # The bench's own start, up to the startup runs (which come next and take seconds).
+        "startup_marks_s": {name: round(at - started_at, 3) for name, at in sorted(_MARKS.items(), key=lambda kv: kv[1])
+                            if at <= _MARKS.get("console.app imported", at)},
         "window_shown_after_run_console_s": round(shown - entry, 3) if shown else None,
-        "fleet_ready_s": round(ready_at - started_at, 2),
+        "fleet_ready_s": round(ready_at - entry, 2),        # from run_console: the startup runs came first
         "stalls_over_50ms": traffic["over_50ms"], "stalled_s": traffic["stalled_s"], "heartbeats": traffic["beats"],
         "startup_stall_p50_ms": startup["p50_ms"], "startup_stall_p99_ms": startup["p99_ms"],
         "startup_stall_max_ms": startup["max_ms"],
@@ -422,7 +462,8 @@ def markdown(r: dict) -> str:
         "| measure | value | target |", "|---|---|---|",
         f"| window shown after {r['window_shown_from']} | {shown if shown is not None else '—'} s | "
         f"≤ {TARGET_SHOWN_S:g} s, {verdict(shown is not None and shown <= TARGET_SHOWN_S)} |",
-        f"| startup, seconds after {r['window_shown_from']} | "
+        f"| each start of `main.py` | {' · '.join(f'{t} s' for t in r.get('window_shown_runs_s', []))} | |",
+        "| the bench's own start (its parser imports every command), seconds after its process start | "
         + " · ".join(f"{name} {at}" for name, at in r["startup_marks_s"].items()) + " | |",
         f"| fleet ready | {r['fleet_ready_s']} s | |",
         f"| stalls while the fleet starts: p50 · p99 · max | {r['startup_stall_p50_ms']} · "
@@ -430,7 +471,7 @@ def markdown(r: dict) -> str:
         f"| stalls under demo traffic: p50 · p99 · max | {r['stall_p50_ms']} · {r['stall_p99_ms']} · "
         f"{r['stall_max_ms']} ms | p99 ≤ {TARGET_P99_MS:g} ms, {verdict(r['stall_p99_ms'] <= TARGET_P99_MS)} |",
         f"| beats late by more than 50 ms | {r['stalls_over_50ms']} of {r['heartbeats']} ({r['stalled_s']} s) | |",
-        f"| longest stalls (ms, at s into the traffic) | "
+        "| longest stalls (ms, at s into the traffic) | "
         + ", ".join(f"{ms:g} at {at:g}" for ms, at in r.get("worst_stalls_ms_at_s", [])) + " | |",
         f"| demo traffic asked for · achieved (asked) · answered | {r['rate']:g} · {r['achieved_rate']} · "
         f"{r['answered_rate']} q/s over {r['seconds']} s | |",

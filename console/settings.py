@@ -1,10 +1,13 @@
 """Where the console keeps what it remembers between runs: window geometry, dock layout, theme and
 the demo traffic switch. Layout only: data stays in the engine's store.
 
-An INI file in the user's config dir (QSettings' user scope, organisation "Quorum"); tests point the
-user scope at a temporary folder with QSettings.setPath before making a window.
+An INI file in the user's config dir (QSettings' user scope, organisation "Quorum"), or the file
+$QUORUM_SETTINGS names; tests point the user scope at a temporary folder with QSettings.setPath before
+making a window.
 """
 from __future__ import annotations
+
+import os
 
 from PySide6.QtCore import QSettings
 
@@ -12,7 +15,13 @@ ORGANISATION = "Quorum"
 APPLICATION = "console"
 
 
+SETTINGS_ENV = "QUORUM_SETTINGS"       # an INI file of one's own, as QUORUM_DB is a database of one's own
+
+
 def console_settings() -> QSettings:
+    path = os.environ.get(SETTINGS_ENV, "").strip()
+    if path:
+        return QSettings(path, QSettings.Format.IniFormat)
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION)
 
 

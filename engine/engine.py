@@ -144,6 +144,8 @@ class Engine:
         self.embedder.embed_passages(texts)
         self.embedder.embed_query("warm-up")     # loads the model even when every passage was cached
         anomaly.warm_up()
+        if self.gateway is not None:
+            self.gateway.warm_up()
 
     async def _check_external(self, view: AgentView) -> None:
         """External agents are only marked down if they do not answer /health."""

@@ -34,6 +34,13 @@ class Gateway:
         self._memo: OrderedDict[tuple[str, str], tuple[float, tuple[Finding, ...]]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def warm_up(self) -> None:
+        """Pays the scanners' one-off costs (compiling patterns, loading weights) now, on the caller's thread."""
+        for scanner in self.scanners:
+            warm = getattr(scanner, "warm_up", None)
+            if callable(warm):
+                warm()
+
     def _block_level(self, channel: Channel) -> float:
         return self.settings.user_block if channel is Channel.USER else self.settings.data_block
 

@@ -21,6 +21,7 @@ small windows around those words, so ordinary text costs little more than one pa
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ def _compile(source: str, cased: bool) -> re.Pattern[str]:
 @dataclass(frozen=True)
 class Rule:
     name: str                   # "family/variant"
-    pattern: re.Pattern[str]
+    source: str                 # the pattern as written; compiled on first use (see `pattern`)
     weight: float               # in the DATA channel
     user_weight: float          # in the USER channel (the operator's own words)
     description: str
@@ -65,6 +66,12 @@ class Rule:
     needles: tuple[str, ...] = ()         # or, for rules without words: one of these substrings
     reach: tuple[int, int] = (60, 300)    # how far a match extends before and after its trigger word
     cased: bool = False                   # runs on the original-case copy (the pattern says where case matters)
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled when first needed: all the rules take about 160 ms to compile, which must be paid neither at
+        import (the console's window waits on the imports) nor on the UI thread (scans run on workers)."""
+        return _compile(self.source, self.cased)
 
     @property
     def family(self) -> str:
@@ -77,7 +84,7 @@ class Rule:
 def _rule(name: str, source: str, weight: float, user_weight: float, description: str, *,
           words: str = "", needles: tuple[str, ...] = (), reach: tuple[int, int] = (60, 300),
           cased: bool = False) -> Rule:
-    return Rule(name, _compile(source, cased), weight, user_weight, description, frozenset(words.split()),
+    return Rule(name, source, weight, user_weight, description, frozenset(words.split()),
                 needles, reach, cased)
 
 
@@ -524,6 +531,10 @@ class InstructionPatterns:
             for w in rule.words:
                 self._by_word.setdefault(w, []).append(i)
         self._trigger_words = frozenset(self._by_word)
+
+    def warm_up(self) -> None:
+        for rule in self.rules:
+            rule.pattern         # noqa: B018 - compiles it (cached)
 
     def _first_match(self, rule: Rule, norm: Normalised,
                      positions: list[tuple[int, int]] | None) -> re.Match[str] | None:
