@@ -57,9 +57,11 @@ def run(args) -> int:
     fleet = load_fleet(getattr(args, "fleet", None), corpus_dir=args.corpus.resolve() if getattr(args, "corpus", None) else None)
     settings = load_settings(getattr(args, "settings", None))
     questions = load_demo_questions()
-    # Every tier at least once, high first (the queue), then the rest in file order.
-    ordered = sorted(questions, key=lambda q: q.tier.value != "high")
-    picked = ordered[:1] + [q for q in questions if q is not ordered[0]][:max(args.questions - 1, 0)]
+    # A high-risk one first (the approval queue), then medium ones: those ask the whole fleet, so the liars
+    # are caught and the trust plot moves; then the rest in file order.
+    high = [q for q in questions if q.tier.value == "high"][:1]
+    rest = sorted((q for q in questions if q not in high), key=lambda q: q.tier.value != "medium")
+    picked = high + rest[:max(args.questions - len(high), 0)]
     with tempfile.TemporaryDirectory(prefix="quorum-gallery-") as tmp:
         from .settings import use_scratch_settings      # the first-start layout, never the saved one
         use_scratch_settings(Path(tmp) / "settings")
@@ -84,6 +86,7 @@ def make_script(out_dir: Path, questions, theme: str, timeout_s: float):
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         window.reset_layout()
+        window.toast.hide()          # the pictures show the panels, not the last notification over them
         await settle()
         path = folder / "window.png"
         if not window.grab().save(str(path)):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QSplitter, QTableView, QVBoxLayout, QWidget
 
 from . import style
 
@@ -39,6 +39,29 @@ def list_table(model) -> QTableView:
     table.setTextElideMode(Qt.TextElideMode.ElideRight)
     style.compact_rows(table)
     return table
+
+
+def hbox(*parts: QWidget | tuple[QWidget, int]) -> QHBoxLayout:
+    """A row without margins; a (widget, stretch) pair takes that share of the spare width."""
+    row = QHBoxLayout()
+    row.setContentsMargins(0, 0, 0, 0)
+    for part in parts:
+        widget, stretch = part if isinstance(part, tuple) else (part, 0)
+        row.addWidget(widget, stretch)
+    return row
+
+
+def inline_form_layout(form: QWidget, *rows: QHBoxLayout | QWidget) -> QVBoxLayout:
+    """The layout every inline form (decide, acknowledge, silence) shares: its rows, tight in a thin frame."""
+    layout = QVBoxLayout(form)
+    layout.setContentsMargins(6, 4, 6, 4)
+    layout.setSpacing(3)
+    for row in rows:
+        if isinstance(row, QWidget):
+            layout.addWidget(row)
+        else:
+            layout.addLayout(row)
+    return layout
 
 
 def splitter(orientation: Qt.Orientation, *parts: tuple[QWidget, int], sizes: list[int]) -> QSplitter:

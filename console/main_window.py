@@ -233,6 +233,8 @@ class MainWindow(QMainWindow):
         dock = self.docks[panel_id]
         dock.show()
         dock.raise_()
+        if self.toast.isVisible():
+            self.toast.raise_()          # a raised dock must not cover the message on top of it
         widget = self.panels[panel_id]
         if focus:
             target = getattr(widget, "focus_target", None)

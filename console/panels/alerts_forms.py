@@ -10,13 +10,14 @@ from typing import Callable, Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFrame, QLabel, QLineEdit, QPushButton, QWidget
 
 from engine.alerts import KINDS, MAX_SILENCE_S, format_duration, label_of, parse_duration
 from engine.alerts.silences import MAX_COMMENT_CHARS
 from engine.errors import InputError
 
 from .. import style
+from ..layout import hbox, inline_form_layout
 from .approvals import when_text
 
 DURATIONS = ("15m", "1h", "4h", "1d")
@@ -128,17 +129,7 @@ class AcknowledgeForm(InlineForm):
         self.comment.setMaxLength(MAX_COMMENT_CHARS)
         self.comment.setPlaceholderText("comment (optional): what you did about it")
         self.confirm.setText("Acknowledge")
-        row = QHBoxLayout()
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.comment, 1)
-        row.addWidget(self.confirm)
-        row.addWidget(self.cancel)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 4, 6, 4)
-        layout.setSpacing(3)
-        layout.addWidget(self.title)
-        layout.addLayout(row)
-        layout.addWidget(self.hint)
+        inline_form_layout(self, self.title, hbox((self.comment, 1), self.confirm, self.cancel), self.hint)
         self.comment.returnPressed.connect(self.submit)
         self.confirm.clicked.connect(self.submit)
 
@@ -210,26 +201,9 @@ class SilenceForm(InlineForm):
         self.comment.setPlaceholderText("why (required), so the next operator knows")
         self.confirm.setText("Silence")
 
-        what = QHBoxLayout()
-        what.setContentsMargins(0, 0, 0, 0)
-        what.addWidget(self.title)
-        what.addWidget(self.kind, 1)
-        what.addWidget(self.agent, 1)
-        for_label = QLabel("for")
-        what.addWidget(for_label)
-        what.addWidget(self.duration)
-        what.addWidget(self.custom)
-        why = QHBoxLayout()
-        why.setContentsMargins(0, 0, 0, 0)
-        why.addWidget(self.comment, 1)
-        why.addWidget(self.confirm)
-        why.addWidget(self.cancel)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 4, 6, 4)
-        layout.setSpacing(3)
-        layout.addLayout(what)
-        layout.addLayout(why)
-        layout.addWidget(self.hint)
+        inline_form_layout(
+            self, hbox(self.title, (self.kind, 1), (self.agent, 1), QLabel("for"), self.duration, self.custom),
+            hbox((self.comment, 1), self.confirm, self.cancel), self.hint)
 
         for combo in (self.kind, self.agent, self.duration):
             combo.currentIndexChanged.connect(self._refresh)

@@ -8,9 +8,9 @@ import html
 from collections import defaultdict
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
-                               QListWidgetItem, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
+                               QListWidgetItem, QScrollArea, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolButton,
+                               QVBoxLayout, QWidget)
 
 from engine import AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict
 from engine.review import needs_review
@@ -266,11 +266,16 @@ class AnswerView(QWidget):
         self.checks_table.setWordWrap(True)        # claims are sentences: read them whole
         self.checks_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.checks_box = _boxed("Claim checks", self.checks_table)
-        generators = QWidget()
-        generators_layout = QVBoxLayout(generators)
+        generators_page = QWidget()
+        generators_layout = QVBoxLayout(generators_page)
         generators_layout.setContentsMargins(0, 0, 0, 0)
         generators_layout.addWidget(self.candidates_table, 0)
         generators_layout.addWidget(self.checks_box, 1)
+        # In a short window the page scrolls instead of raising the window's minimum height.
+        generators = QScrollArea()
+        generators.setWidget(generators_page)
+        generators.setWidgetResizable(True)
+        generators.setFrameShape(QFrame.Shape.NoFrame)
 
         self.outcomes_model: RecordTableModel[AgentOutcome] = RecordTableModel(OUTCOME_COLUMNS, self)
         self.outcomes_table = _evidence_table(self.outcomes_model)
@@ -339,12 +344,16 @@ class AnswerView(QWidget):
             self.sig_show_cascade.emit(self._answer)
 
     def _fit_candidates_height(self) -> None:
-        """Candidates get the height their rows need (up to six, then they scroll); the claim checks the rest."""
+        """Candidates get the height their rows need (up to six, then they scroll), the claim checks the rest;
+        in a short window the candidates give way down to two rows, so the window's minimum never grows."""
         table = self.candidates_table
         rows = min(max(self.candidates_model.rowCount(), 1), 6)
-        wanted = (table.horizontalHeader().sizeHint().height() + rows * table.verticalHeader().defaultSectionSize()
-                  + 2 * table.frameWidth() + 4)
-        table.setFixedHeight(wanted)
+
+        def height(n: int) -> int:
+            return (table.horizontalHeader().sizeHint().height() + n * table.verticalHeader().defaultSectionSize()
+                    + 2 * table.frameWidth() + 4)
+        table.setMinimumHeight(height(min(rows, 2)))
+        table.setMaximumHeight(height(rows))
 
     def show_tab(self, tab: int) -> None:
         self.tabs.setCurrentIndex(tab)

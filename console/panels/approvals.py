@@ -27,7 +27,7 @@ from engine.review import APPROVE_REASONS, OTHER, REJECT_REASONS, DecisionOutcom
 
 from .. import style
 from ..batch import Coalescer
-from ..layout import column
+from ..layout import column, hbox, inline_form_layout
 from ..service import EngineService
 from .approvals_detail import claim_mark, item_html
 from .approvals_model import (MAX_COLUMN_WIDTH, QUESTION_COLUMN, REVIEW_COLUMNS, STATUS_TONES, AgeFilter,
@@ -113,22 +113,8 @@ arrows pick a reason, typing goes to the note, Enter confirms, Escape cancels. "
         self.hint = QLabel()
         self.hint.setWordWrap(True)
 
-        first = QHBoxLayout()
-        first.setContentsMargins(0, 0, 0, 0)
-        first.addWidget(self.title)
-        first.addWidget(self.reason, 1)
-        second = QHBoxLayout()
-        second.setContentsMargins(0, 0, 0, 0)
-        second.addWidget(self.note, 1)
-        second.addWidget(self.confirm)
-        second.addWidget(self.cancel)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 4, 6, 4)
-        layout.setSpacing(3)
-        layout.addLayout(first)
-        layout.addLayout(second)
-        layout.addWidget(self.skipped)
-        layout.addWidget(self.hint)
+        inline_form_layout(self, hbox(self.title, (self.reason, 1)), hbox((self.note, 1), self.confirm, self.cancel),
+                           self.skipped, self.hint)
 
         self.reason.currentTextChanged.connect(self._refresh)
         self.note.textChanged.connect(self._refresh)

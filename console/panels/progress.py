@@ -5,6 +5,9 @@ stages done with their time and confidence, the one running, and how many are pl
 
     ■■■□  stage 3 of 4 · formulate ✓ 2 ms → retrieve ✓ 212 ms (72%) → reason … running
 
+Once the answer is in, the bar goes and the line stays, saying where the last question's time went. The
+strip keeps its height whether a question runs or not, so the window never grows by itself.
+
 A cascade mitigation that rolls back re-runs an earlier stage (attempt + 1): the stages after it are
 dropped from the strip and the re-run is marked ↻. Plain text only: nothing here comes from agents,
 but the strip stays plain like every other stage text.
@@ -21,6 +24,8 @@ from engine.stages.model import StageKind
 
 from .. import style
 from ..stage_text import rerun_mark
+
+IDLE_TEXT = "Ask a question: its stages show here as the fleet works on it"
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,7 @@ def step_text(step: StageStep) -> str:
 
 
 class StageProgressView(QWidget):
-    """Hidden until the operator asks; follows one trace id at a time (the latest question asked)."""
+    """Follows one trace id at a time (the latest question the operator asked)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -64,7 +69,10 @@ class StageProgressView(QWidget):
         layout.addWidget(self.label, 1)
         self._style()
         style.theme_signals().sig_changed.connect(self._style)
-        self.hide()
+        self.label.setText(IDLE_TEXT)
+        self.bar.hide()
+        # The bar's height whether shown or not: showing it must not change the window's minimum height.
+        self.setMinimumHeight(max(self.bar.sizeHint().height(), self.label.sizeHint().height()))
 
     def _style(self, *_args) -> None:
         self.label.setStyleSheet(f"QLabel {{ {style.fg('muted')} }}")
@@ -73,8 +81,8 @@ class StageProgressView(QWidget):
         self.trace_id, self.total = trace_id, 0
         self._steps.clear()
         self.bar.setRange(0, 0)             # busy until the engine says how many stages it planned
+        self.bar.show()
         self.label.setText(f"Asking the fleet… (trace {trace_id[:8]})")
-        self.show()
 
     def on_progress(self, event: StageProgressed) -> None:
         if event.trace_id != self.trace_id:
@@ -101,7 +109,19 @@ class StageProgressView(QWidget):
     def steps(self) -> tuple[StageStep, ...]:
         return tuple(self._steps[i] for i in sorted(self._steps))
 
-    def finish(self, _ok: bool = True) -> None:
-        """The answer (or the failure) is in: the answer view tells the rest."""
+    @property
+    def running(self) -> bool:
+        return bool(self.trace_id)
+
+    def finish(self, ok: bool = True) -> None:
+        """The answer (or the failure) is in: the bar goes, the line says where the time went."""
+        steps = [s for s in self.steps() if s.done]
         self.trace_id = ""
-        self.hide()
+        self.bar.hide()
+        if not steps:
+            self.label.setText(IDLE_TEXT if ok else "The last question got no answer (see the message)")
+            return
+        total = sum(s.elapsed_ms for s in steps)
+        self.label.setText(f"Last question, {total:,.0f} ms in its stages: "
+                           + " → ".join(step_text(s) for s in steps))
+        self.label.setToolTip(self.label.text())

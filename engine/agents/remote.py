@@ -5,7 +5,7 @@ import asyncio
 from typing import Sequence
 
 from ..errors import AgentError
-from ..types import AgentSpec, Chunk, ClaimLabel
+from ..types import AgentSpec, Chunk
 from ..verify.verifier import Judgement
 from .client import AgentClient
 

@@ -13,7 +13,6 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ..agents.retrievers import BM25Retriever, DenseRetriever, TfidfRetriever, TITLE_BOOST
 from ..cascade.monitor import CascadeMonitor

@@ -58,7 +58,6 @@ import dataclasses
 import datetime as dt
 import json
 import math
-import random
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -84,7 +83,6 @@ from ..types import (AgentKind, AgentSpec, AgentState, Answer, CallStatus, Chunk
 from ..verify.sentences import rank_sentences
 from ..verify.verifier import EvidenceVerifier
 from .attacks import passage_chunk, seeded
-from .data import DEFAULT_HOTPOT
 from .generation import load_questions
 from .honest_generators import FocusedPassageGenerator, ParaphraseGenerator
 from .lies import Lie, LieKind, role_swap, swap_in_passage, wrong_relevant

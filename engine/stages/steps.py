@@ -8,7 +8,7 @@ found. `Corrupt` hooks let an evaluation put a faulty agent's output in place of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Sequence
+from typing import Awaitable, Callable
 
 from .decompose import fill
 from .model import Decomposition, QuestionShape, StageKind, StageResult, Trajectory

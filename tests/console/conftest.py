@@ -16,7 +16,6 @@ import logging
 from pathlib import Path
 
 import pytest
-import qasync
 
 from console.app import make_loop
 

@@ -23,8 +23,9 @@ from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Sequence
 
 from engine import AgentState, AgentView, Answer, InputError, RiskTier, load_settings
-from engine.alerts.row import AlertRow
-from engine.events import AlertChanged, EngineReady
+from engine.alerts import AlertRow, Silence, muting
+from engine.alerts.silences import check_request
+from engine.events import AlertChanged, AlertsRaised, EngineReady, SilencesChanged
 from engine.review import ReviewItem, ReviewStatus
 
 from console.service import EngineService
@@ -121,7 +122,7 @@ class FakeEngine:
     def __init__(self, agents: Sequence[AgentView] = (), *, reviews: Iterable[ReviewItem] = (),
                  history: Iterable = (), alerts: Iterable[AlertRow] = (), decisions: Iterable = (),
                  traces: dict[str, tuple] | None = None, answers: Iterable[Answer] = (), audit_rows: Iterable = (),
-                 settings=None, clock: Callable[[], float] = time.time) -> None:
+                 silences: Iterable[Silence] = (), settings=None, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings or load_settings()
         self.clock = clock
         self.calls: list[Call] = []
@@ -130,6 +131,7 @@ class FakeEngine:
         self.fleet = SimpleNamespace(agents=[v.spec for v in agents])
         self.review = FakeReviewQueue(self, reviews)
         self.trust = SimpleNamespace(tables=FakeTrustTables(self, history, alerts))
+        self.silence_rows: dict[int, Silence] = {s.id: s for s in silences}
         self.decisions = tuple(decisions)
         self.traces = dict(traces or {})
         self.answers = list(answers)
@@ -212,10 +214,26 @@ class FakeEngine:
         self._agents[agent_id] = view = dataclasses.replace(view, trust_state="probation")
         return view
 
-    # --- alerts ----------------------------------------------------------------------------------
+    # --- alerts: the engine's surface in memory, with engine.alerts' own rules for silences -----------
+    def _active(self) -> list[Silence]:
+        now = self.clock()
+        return [s for s in self.silence_rows.values() if s.active(now)]
+
+    def marked(self, row: AlertRow) -> AlertRow:
+        silence = muting(row, self._active(), self.clock())
+        return dataclasses.replace(row, silenced_by=silence.id if silence is not None else None)
+
+    def raise_alerts(self, *rows: AlertRow) -> tuple[AlertRow, ...]:
+        """What Engine._announce_alerts does after a question: recorded, marked, announced."""
+        for row in rows:
+            self.trust.tables.alert_rows[row.id] = row
+        marked = tuple(self.marked(row) for row in rows)
+        self.emit(AlertsRaised(marked, rows[0].trace_id, self.clock()))
+        return marked
+
     async def alerts_list(self, open_only: bool = False, limit: int = 200) -> tuple[AlertRow, ...]:
         self._record("alerts_list", open_only, limit)
-        return tuple(await self.trust.tables.alerts(open_only, limit))
+        return tuple(self.marked(row) for row in await self.trust.tables.alerts(open_only, limit))
 
     async def acknowledge_alert(self, alert_id: int | str, by: str, comment: str = "") -> AlertRow:
         self._record("acknowledge_alert", alert_id, by, comment)
@@ -226,12 +244,40 @@ class FakeEngine:
         if row.open:
             row = rows[row.id] = dataclasses.replace(row, acknowledged_by=by, acknowledged_at=self.clock(),
                                                      ack_comment=comment)
+        row = self.marked(row)
         self.emit(AlertChanged(row, self.clock()))
         return row
 
-    async def silences(self, active_only: bool = True) -> tuple:
+    def _newest_first(self, silences: Iterable[Silence]) -> tuple[Silence, ...]:
+        return tuple(sorted(silences, key=lambda s: (-s.created_at, -s.id)))
+
+    async def silences(self, active_only: bool = True) -> tuple[Silence, ...]:
         self._record("silences", active_only)
-        return ()
+        return self._newest_first(self._active() if active_only else self.silence_rows.values())
+
+    async def silence_alerts(self, kind, agent_id, duration_s, by, comment) -> Silence:
+        self._record("silence_alerts", kind, agent_id, duration_s, by, comment)
+        if agent_id:
+            self._known(agent_id.strip())
+        request = check_request(kind, agent_id, duration_s, by, comment)
+        now = self.clock()
+        silence = Silence(max(self.silence_rows, default=0) + 1, request.kind, request.agent_id, request.created_by,
+                          request.comment, now, now + request.duration_s)
+        self.silence_rows[silence.id] = silence
+        self.emit(SilencesChanged(self._newest_first(self._active()), now))
+        return silence
+
+    async def end_silence(self, silence_id: int | str, by: str) -> Silence:
+        self._record("end_silence", silence_id, by)
+        silence = self.silence_rows.get(int(silence_id))
+        now = self.clock()
+        if silence is None:
+            raise InputError(f"no silence #{silence_id}")
+        if not silence.active(now):
+            raise InputError(f"silence #{silence_id} has already ended")
+        silence = self.silence_rows[silence.id] = dataclasses.replace(silence, ended_at=now, ended_by=by)
+        self.emit(SilencesChanged(self._newest_first(self._active()), now))
+        return silence
 
     # --- gateway and traces ------------------------------------------------------------------------
     async def gateway_decisions(self, limit: int = 200) -> tuple:

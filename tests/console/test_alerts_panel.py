@@ -27,10 +27,8 @@ from console.panels.alerts_forms import CUSTOM
 from console.panels.alerts_model import (KIND_COLUMN, SEVERITY_COLUMN, TIME_COLUMN, TRACE_COLUMN, AlertsFilter,
                                          AlertsModel, SilencesModel)
 from console.service import EngineService, Phase
-from engine import Engine, InputError, load_fleet, load_settings
-from engine.alerts import AlertRow, Severity, Silence, muting
-from engine.alerts.silences import check_request
-from engine.events import AlertChanged, AlertsRaised, SilencesChanged
+from engine import Engine, load_fleet, load_settings
+from engine.alerts import AlertRow, Severity, Silence
 from engine.reputation.events import AlertKind
 
 from ..conftest import DATA, write_fleet
@@ -53,79 +51,6 @@ class Clock:
         return self.now
 
 
-class AlertingFakeEngine(FakeEngine):
-    """FakeEngine with the engine's alert surface in memory: silences checked (check_request) and matched
-    (muting) by engine.alerts' own rules, rows marked muted when read or raised, and the engine's events
-    (AlertsRaised, AlertChanged, SilencesChanged) emitted where Engine emits them."""
-
-    def __init__(self, *args, silences: Iterable[Silence] = (), **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.silence_rows: dict[int, Silence] = {s.id: s for s in silences}
-
-    def _active(self) -> list[Silence]:
-        now = self.clock()
-        return [s for s in self.silence_rows.values() if s.active(now)]
-
-    def marked(self, row: AlertRow) -> AlertRow:
-        silence = muting(row, self._active(), self.clock())
-        return dataclasses.replace(row, silenced_by=silence.id if silence is not None else None)
-
-    def raise_alerts(self, *rows: AlertRow) -> tuple[AlertRow, ...]:
-        """What Engine._announce_alerts does after a question: recorded, marked, announced."""
-        for row in rows:
-            self.trust.tables.alert_rows[row.id] = row
-        marked = tuple(self.marked(row) for row in rows)
-        self.emit(AlertsRaised(marked, rows[0].trace_id, self.clock()))
-        return marked
-
-    async def alerts_list(self, open_only: bool = False, limit: int = 200) -> tuple[AlertRow, ...]:
-        return tuple(self.marked(row) for row in await super().alerts_list(open_only, limit))
-
-    async def acknowledge_alert(self, alert_id: int | str, by: str, comment: str = "") -> AlertRow:
-        self._record("acknowledge_alert", alert_id, by, comment)
-        rows = self.trust.tables.alert_rows
-        row = rows.get(int(alert_id))
-        if row is None:
-            raise InputError(f"no alert #{alert_id}")
-        if row.open:
-            row = rows[row.id] = dataclasses.replace(row, acknowledged_by=by, acknowledged_at=self.clock(),
-                                                     ack_comment=comment)
-        row = self.marked(row)
-        self.emit(AlertChanged(row, self.clock()))
-        return row
-
-    def _newest_first(self, silences: Iterable[Silence]) -> tuple[Silence, ...]:
-        return tuple(sorted(silences, key=lambda s: (-s.created_at, -s.id)))
-
-    async def silences(self, active_only: bool = True) -> tuple[Silence, ...]:
-        self._record("silences", active_only)
-        return self._newest_first(self._active() if active_only else self.silence_rows.values())
-
-    async def silence_alerts(self, kind, agent_id, duration_s, by, comment) -> Silence:
-        self._record("silence_alerts", kind, agent_id, duration_s, by, comment)
-        if agent_id:
-            self._known(agent_id.strip())
-        request = check_request(kind, agent_id, duration_s, by, comment)
-        now = self.clock()
-        silence = Silence(max(self.silence_rows, default=0) + 1, request.kind, request.agent_id, request.created_by,
-                          request.comment, now, now + request.duration_s)
-        self.silence_rows[silence.id] = silence
-        self.emit(SilencesChanged(self._newest_first(self._active()), now))
-        return silence
-
-    async def end_silence(self, silence_id: int | str, by: str) -> Silence:
-        self._record("end_silence", silence_id, by)
-        silence = self.silence_rows.get(int(silence_id))
-        now = self.clock()
-        if silence is None:
-            raise InputError(f"no silence #{silence_id}")
-        if not silence.active(now):
-            raise InputError(f"silence #{silence_id} has already ended")
-        silence = self.silence_rows[silence.id] = dataclasses.replace(silence, ended_at=now, ended_by=by)
-        self.emit(SilencesChanged(self._newest_first(self._active()), now))
-        return silence
-
-
 class FakeBackend:
     name = "fake"
 
@@ -143,7 +68,7 @@ def alert(alert_id: int, kind: AlertKind, agent_id: str, message: str = "", at: 
 
 
 def session_with(qtbot, tmp_path, clock: Clock, alerts: Iterable[AlertRow] = (), silences: Iterable[Silence] = ()):
-    engine = AlertingFakeEngine(recorded.fleet_views(tmp_path), alerts=alerts, silences=silences, clock=clock)
+    engine = FakeEngine(recorded.fleet_views(tmp_path), alerts=alerts, silences=silences, clock=clock)
     session = fake_service(qtbot, engine)
     notifier = Notifier(FakeBackend(), clock=clock)
     session.service.alerts.sig_raised.connect(notifier.on_raised)

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from engine import AgentState
 
-from console.main_window import DEFAULT_SIZE, TITLE, MainWindow, first_size
+from console.main_window import TITLE, MainWindow, first_size
 from console.service import EngineService
 
 

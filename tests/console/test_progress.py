@@ -27,7 +27,7 @@ def test_the_strip_shows_each_stage_of_the_operators_question_and_ignores_others
     panel.submit()
     trace = asked[0]
     strip = panel.progress
-    assert strip.isVisible() and strip.trace_id == trace and strip.bar.maximum() == 0     # busy until told more
+    assert strip.running and strip.bar.isVisible() and strip.trace_id == trace and strip.bar.maximum() == 0
 
     engine = session.engine
     engine.emit(progressed(trace, 0, None), progressed(trace, 0, StageKind.FORMULATE, elapsed_ms=2, confidence=1.0),
@@ -41,6 +41,8 @@ def test_the_strip_shows_each_stage_of_the_operators_question_and_ignores_others
                 progressed(trace, 2, None), progressed(trace, 1, None, attempt=1))
     assert [s.index for s in strip.steps()] == [0, 1] and strip.steps()[1].attempt == 1
     assert strip.text().endswith("stage 2 ↻ … running")
-    qtbot.waitUntil(lambda: not panel.progress.isVisible(), timeout=2_000)    # the answer came: the strip goes
+    qtbot.waitUntil(lambda: not panel.progress.running, timeout=2_000)    # the answer came: the bar goes,
+    assert not strip.bar.isVisible() and strip.isVisible()                # the line says where the time went
+    assert strip.label.text() == "Last question, 2 ms in its stages: formulate ✓ 2 ms (100%)"   # the re-run never ended
     assert engine.called("ask")[0][2] == trace        # the engine was given the trace id the strip follows
     assert session.errors == []

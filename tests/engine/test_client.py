@@ -4,7 +4,7 @@ import json
 import httpx
 import pytest
 
-from engine import AgentProtocolError, AgentReplyTooLarge, CallStatus, Chunk
+from engine import AgentProtocolError, CallStatus, Chunk
 from engine.agents.client import AgentClient, outcome
 from engine.config import LimitSettings
 from engine.types import AgentKind, AgentSpec, Role
