@@ -27,6 +27,7 @@ class ShortcutsSheet(QDialog):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         self.table.setWordWrap(False)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)       # Close has the focus: Escape or Enter closes
         bold = style.scaled_font(self.font(), 1.0, bold=True)
         for group in GROUPS:
             row = self.table.rowCount()
@@ -38,7 +39,9 @@ class ShortcutsSheet(QDialog):
             for spec in (s for s in ACTIONS if s.group == group):
                 row = self.table.rowCount()
                 self.table.insertRow(row)
-                key = QTableWidgetItem(key_text(spec.shortcut))
+                # The primary key, and other keys a person would press (Shift+? is "?" on most layouts).
+                keys = [spec.shortcut, *(k for k in spec.also if not k.startswith("Shift+"))]
+                key = QTableWidgetItem("  ".join(key_text(k) for k in keys if k) or key_text(""))
                 key.setFont(style.monospace_font())
                 key.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 cells = (key, QTableWidgetItem(book[spec.id].text().replace("&", "")),
