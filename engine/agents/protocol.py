@@ -1,54 +1,62 @@
 """The Quorum agent protocol (DESIGN.md §3): JSON in and out, validated on both sides.
 
-Replies from agents are untrusted input: every field is type-checked here and a bad reply
-becomes AgentProtocolError naming the agent and the field, never a crash further on.
+Every message is defined once, in engine/agents/schema.py; the functions here check through those
+definitions and say what is wrong the way each side needs it. Replies from agents are untrusted input: a
+bad reply becomes AgentProtocolError naming the agent and the field ("reply lacks chunks[0].id"), never a
+crash further on. A request that breaks the protocol is BadRequest (the agent answers HTTP 400).
 """
 from __future__ import annotations
 
+import json
+import math
+import re
 from typing import Any
 
 from ..errors import AgentProtocolError
-from ..types import Chunk, Claim, ClaimLabel, Generation, ToolRequest
-
-MAX_K = 50
-MAX_QUERY_CHARS = 4000
+from ..types import Chunk, ClaimLabel, Generation, ToolRequest
+from . import schema
+from .schema import MAX_ACTIONS, MAX_K, MAX_QUERY_CHARS, Violation   # noqa: F401 (the protocol's limits)
 
 
 class BadRequest(ValueError):
     """A request to an agent server does not follow the protocol (answered with HTTP 400)."""
 
 
-def _require(agent_id: str, obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if not isinstance(obj, dict) or key not in obj:
-        raise AgentProtocolError(agent_id, f"reply lacks {where}{key}")
-    value = obj[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise AgentProtocolError(agent_id, f"{where}{key} has type {type(value).__name__}")
-    return value
+def check_reply(agent_id: str, kind: schema.Type, data: Any) -> Any:
+    try:
+        return schema.check(kind, data)
+    except Violation as exc:
+        raise AgentProtocolError(agent_id, exc.reply_reason()) from None
 
 
+def check_request(kind: schema.Type, data: Any) -> Any:
+    try:
+        return schema.check(kind, data)
+    except Violation as exc:
+        raise BadRequest(exc.request_reason()) from None
+
+
+def parse_reply(agent_id: str, operation: str, data: Any) -> Any:
+    """Any operation's reply (`schema.operation(name).reply`) as the engine types it."""
+    return check_reply(agent_id, schema.operation(operation).reply, data)
+
+
+def parse_request(operation: str, data: Any) -> Any:
+    """Any operation's request as a schema.*Request value."""
+    request = schema.operation(operation).request
+    if request is None:
+        raise BadRequest(f"{operation} takes no request body")
+    return check_request(request, data)
+
+
+# --- replies (the engine's side) -----------------------------------------------------------------
 def chunk_to_json(chunk: Chunk) -> dict[str, Any]:
     return {"id": chunk.id, "text": chunk.text, "source": chunk.source, "score": chunk.score,
             "metadata": dict(chunk.metadata)}
 
 
 def parse_chunks(agent_id: str, data: Any) -> tuple[Chunk, ...]:
-    items = _require(agent_id, data, "chunks", list, "")
-    chunks = []
-    for i, item in enumerate(items):
-        where = f"chunks[{i}]."
-        metadata = item.get("metadata", {}) if isinstance(item, dict) else None
-        if not isinstance(metadata, dict):
-            raise AgentProtocolError(agent_id, f"{where}metadata is not an object")
-        chunks.append(Chunk(
-            id=_require(agent_id, item, "id", str, where),
-            text=_require(agent_id, item, "text", str, where),
-            source=str(item.get("source", "")),
-            score=float(_require(agent_id, item, "score", (int, float), where)),
-            metadata=metadata,
-        ))
-    return tuple(chunks)
+    return check_reply(agent_id, schema.RETRIEVE_REPLY, data)
 
 
 def generation_to_json(gen: Generation) -> dict[str, Any]:
@@ -59,109 +67,90 @@ def generation_to_json(gen: Generation) -> dict[str, Any]:
 
 
 def parse_generation(agent_id: str, data: Any) -> Generation:
-    answer = _require(agent_id, data, "answer", str, "")
-    reasoning = data.get("reasoning", [])
-    if not isinstance(reasoning, list) or not all(isinstance(s, str) for s in reasoning):
-        raise AgentProtocolError(agent_id, "reasoning is not a list of strings")
-    claims = []
-    for i, item in enumerate(_require(agent_id, data, "claims", list, "")):
-        where = f"claims[{i}]."
-        citations = _require(agent_id, item, "citations", list, where)
-        if not all(isinstance(c, str) for c in citations):
-            raise AgentProtocolError(agent_id, f"{where}citations is not a list of chunk ids")
-        claims.append(Claim(text=_require(agent_id, item, "text", str, where), citations=tuple(citations)))
-    confidence = float(_require(agent_id, data, "confidence", (int, float), ""))
-    if not 0.0 <= confidence <= 1.0:
-        raise AgentProtocolError(agent_id, f"confidence {confidence} is outside 0..1")
-    return Generation(answer=answer, reasoning=tuple(reasoning), claims=tuple(claims), confidence=confidence,
-                      actions=parse_actions(agent_id, data.get("actions", [])))
-
-
-MAX_ACTIONS = 8
+    return check_reply(agent_id, schema.GENERATE_REPLY, data)
 
 
 def parse_actions(agent_id: str, data: Any) -> tuple[ToolRequest, ...]:
     """Optional `actions: [{"tool": str, "params": {..}}]`: tool calls a generator asks for."""
-    if not isinstance(data, list):
-        raise AgentProtocolError(agent_id, "actions is not a list")
-    if len(data) > MAX_ACTIONS:
-        raise AgentProtocolError(agent_id, f"{len(data)} actions; at most {MAX_ACTIONS} are taken")
-    out = []
-    for i, item in enumerate(data):
-        where = f"actions[{i}]."
-        tool = _require(agent_id, item, "tool", str, where)
-        params = item.get("params", {})
-        if not isinstance(params, dict):
-            raise AgentProtocolError(agent_id, f"{where}params is not an object")
-        out.append(ToolRequest(tool, params))
-    return tuple(out)
-
-
-def parse_retrieve_request(data: Any) -> tuple[str, int, str]:
-    if not isinstance(data, dict):
-        raise BadRequest("body must be a JSON object")
-    query, k, trace_id = data.get("query"), data.get("k", 5), data.get("trace_id", "")
-    if not isinstance(query, str) or not query.strip():
-        raise BadRequest("query must be a non-empty string")
-    if len(query) > MAX_QUERY_CHARS:
-        raise BadRequest(f"query longer than {MAX_QUERY_CHARS} characters")
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
-        raise BadRequest(f"k must be an integer 1..{MAX_K}")
-    if not isinstance(trace_id, str):
-        raise BadRequest("trace_id must be a string")
-    return query, k, trace_id
-
-
-def parse_generate_request(data: Any) -> tuple[str, tuple[Chunk, ...], str]:
-    if not isinstance(data, dict):
-        raise BadRequest("body must be a JSON object")
-    query, trace_id = data.get("query"), data.get("trace_id", "")
-    if not isinstance(query, str) or not query.strip():
-        raise BadRequest("query must be a non-empty string")
     try:
-        context = parse_chunks("request", {"chunks": data.get("context")})
-    except AgentProtocolError as exc:
-        raise BadRequest(f"context: {exc.reason}") from None
-    if not isinstance(trace_id, str):
-        raise BadRequest("trace_id must be a string")
-    return query, context, trace_id
+        return schema.check(schema.GENERATE_REPLY.field("actions").type, data, "actions")
+    except Violation as exc:
+        raise AgentProtocolError(agent_id, exc.reply_reason()) from None
 
 
 def parse_judgement(agent_id: str, data: Any) -> tuple[ClaimLabel, float, str]:
     """`POST /validate` reply: {verdict: supported|refuted|not_enough_evidence, score: 0..1, reason?}."""
-    verdict = _require(agent_id, data, "verdict", str, "")
-    try:
-        label = ClaimLabel(verdict)
-    except ValueError:
-        raise AgentProtocolError(agent_id, f"verdict {verdict!r} is not one of "
-                                           f"{', '.join(l.value for l in ClaimLabel)}") from None
-    score = float(_require(agent_id, data, "score", (int, float), ""))
-    if not 0.0 <= score <= 1.0:
-        raise AgentProtocolError(agent_id, f"score {score} is outside 0..1")
-    reason = data.get("reason", "")
-    return label, score, reason if isinstance(reason, str) else ""
+    judgement = check_reply(agent_id, schema.VALIDATE_REPLY, data)
+    return judgement.label, judgement.score, judgement.reason
 
 
 def parse_challenge_reply(agent_id: str, data: Any) -> tuple[str, tuple[str, ...]]:
     """`POST /challenge` reply: {quote: the evidence sentence, citations: [chunk ids]}."""
-    quote = _require(agent_id, data, "quote", str, "")
-    citations = _require(agent_id, data, "citations", list, "")
-    if not all(isinstance(c, str) for c in citations):
-        raise AgentProtocolError(agent_id, "citations is not a list of chunk ids")
-    return quote, tuple(citations)
+    reply = check_reply(agent_id, schema.CHALLENGE_REPLY, data)
+    return reply.quote, reply.citations
+
+
+def parse_health(agent_id: str, data: Any) -> dict[str, Any]:
+    """`GET /health` reply: {status, id, role, backend?, chunks?}."""
+    return check_reply(agent_id, schema.HEALTH_REPLY, data)
+
+
+# --- requests (the agents' side) -----------------------------------------------------------------
+def parse_retrieve_request(data: Any) -> tuple[str, int, str]:
+    request = check_request(schema.RETRIEVE_REQUEST, data)
+    return request.query, request.k, request.trace_id
+
+
+def parse_generate_request(data: Any) -> tuple[str, tuple[Chunk, ...], str]:
+    request = check_request(schema.GENERATE_REQUEST, data)
+    return request.query, request.context, request.trace_id
 
 
 def parse_claim_request(data: Any, evidence_key: str) -> tuple[str, tuple[Chunk, ...], str]:
     """`/validate {claim, evidence, trace_id}` and `/challenge {claim, context, trace_id}` requests."""
-    if not isinstance(data, dict):
-        raise BadRequest("body must be a JSON object")
-    claim, trace_id = data.get("claim"), data.get("trace_id", "")
-    if not isinstance(claim, str) or not claim.strip():
-        raise BadRequest("claim must be a non-empty string")
+    kind = {"evidence": schema.VALIDATE_REQUEST, "context": schema.CHALLENGE_REQUEST}[evidence_key]
+    request = check_request(kind, data)
+    return request.claim, request.chunks, request.trace_id
+
+
+# --- the wire ------------------------------------------------------------------------------------
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is out of a number's range")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    value = int(text)          # past 4300 digits Python itself refuses (ValueError)
+    if len(text) > 300:
+        try:
+            float(value)
+        except OverflowError:  # metadata is read as floats further on ("authority"): out of range is no number
+            raise ValueError(f"an integer of {len(text)} digits is out of a number's range") from None
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def loads(body: bytes | str) -> Any:
+    """Strict JSON: no NaN or Infinity, no number past a float's range, no nesting too deep for the
+    parser, no lone surrogate (\\ud800 is not text: it could not be written out again). Raises ValueError."""
     try:
-        chunks = parse_chunks("request", {"chunks": data.get(evidence_key)})
-    except AgentProtocolError as exc:
-        raise BadRequest(f"{evidence_key}: {exc.reason}") from None
-    if not isinstance(trace_id, str):
-        raise BadRequest("trace_id must be a string")
-    return claim, chunks, trace_id
+        value = json.loads(body, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+    if _SURROGATE_ESCAPE.search(raw):       # rare: only then pay for a second pass
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds a lone surrogate (\\ud800-\\udfff), which is not text") from None
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+    return value
