@@ -6,6 +6,7 @@ without reading code. Unknown keys are errors: a typo must never silently fall b
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import tomllib
 import typing
@@ -18,8 +19,10 @@ from .errors import ConfigError
 from .reputation.settings import ReputationSettings
 from .cascade.settings import CascadeSettings
 from .gateway.settings import GatewaySettings
+from .telemetry.settings import TelemetrySettings, check_telemetry
+from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
-from .types import AgentKind, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
+from .types import AgentKind, AgentSecurity, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
 
 SUPPORTED_VERSION = 1
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +95,7 @@ class EngineSettings:
     reputation: ReputationSettings = ReputationSettings()
     cascade: CascadeSettings = CascadeSettings()
     gateway: GatewaySettings = GatewaySettings()
+    telemetry: TelemetrySettings = TelemetrySettings()   # traces out over OTLP (engine.telemetry), off by default
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode="optimistic"),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -108,6 +112,7 @@ class FleetConfig:
     agents: tuple[AgentSpec, ...]
     corpus_dir: Path
     permissions: Path | None = None    # the permission matrix (tools, peers, memory); None: every agent denied all
+    allow_non_loopback: bool = False   # built-in agents may bind another interface than loopback (`host`)
 
     def agent(self, agent_id: str) -> AgentSpec:
         for spec in self.agents:
@@ -120,17 +125,21 @@ class FleetConfig:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not _present(path.is_file):
         raise ConfigError(str(path), "", "file not found")
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "", f"not valid TOML ({exc})") from exc
+    except UnicodeDecodeError as exc:     # tomllib decodes the bytes itself, outside its own errors
+        raise ConfigError(str(path), "", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:                # arrays or inline tables nested a few hundred deep
+        raise ConfigError(str(path), "", "not valid TOML (nested too deeply)") from None
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot read ({exc.strerror})") from exc
     version = data.pop("version", None)
-    if version != SUPPORTED_VERSION:
+    if type(version) is not int or version != SUPPORTED_VERSION:     # true and 1.0 equal 1 in Python, not in TOML
         raise ConfigError(str(path), "version", f"expected {SUPPORTED_VERSION}, found {version!r}")
     return data
 
@@ -145,7 +154,25 @@ def _check_keys(file: str, where: str, table: Any, allowed: set[str]) -> dict[st
     return table
 
 
+def _present(check) -> bool:
+    """path.is_file / path.is_dir, False for a path the system refuses to look up (a name too long, a NUL)."""
+    try:
+        return check()
+    except (OSError, ValueError):
+        return False
+
+
+def _resolved(file: str, key: str, base: Path, text: str) -> Path:
+    """base / text, resolved; a path no file system takes (a NUL, a name too long) is the file's error."""
+    try:
+        return (base / text).resolve()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(file, key, f"not a usable path ({exc})") from None
+
+
 def _typed(file: str, key: str, value: Any, expected: type) -> Any:
+    if expected is float and isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(file, key, f"expected a finite number, found {value!r}")   # TOML has nan and inf
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if expected is bool and isinstance(value, bool):
@@ -177,7 +204,8 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     path = Path(path) if path else DEFAULT_SETTINGS
     file = str(path)
     data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk",
-                                                               "reputation", "cascade", "gateway"})
+                                                               "reputation", "cascade", "gateway",
+                                                               "telemetry"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -194,6 +222,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         reputation=_reputation(file, data.get("reputation", {})),
         cascade=_build_section(file, "cascade", CascadeSettings, data.get("cascade", {})),
         gateway=_build_section(file, "gateway", GatewaySettings, data.get("gateway", {})),
+        telemetry=check_telemetry(file, _build_section(file, "telemetry", TelemetrySettings, data.get("telemetry", {}))),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),
@@ -280,19 +309,14 @@ def _enum(file: str, key: str, value: Any, enum_cls: type) -> Any:
 
 
 def _check_url(file: str, key: str, url: str) -> str:
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ConfigError(file, key, f"expected an http(s) URL with a host, found {url!r}")
-    try:
-        parsed.port
-    except ValueError:
-        raise ConfigError(file, key, f"bad port in URL {url!r}") from None
+    check_url(file, key, url)
     return url.rstrip("/")
 
 
 _FAULT_KEYS = {"kind", "rate", "seed", "group", "delay_s", "after_requests", "texts_file"}
 _AGENT_KEYS = {"id", "role", "kind", "backend", "url", "trust", "permissions", "fault",
                "enabled", "model", "timeout_s", "port"}
+_SECURITY_KEYS = {f.name for f in dataclasses.fields(AgentSecurity)}
 
 
 def _parse_fault(file: str, where: str, table: Any) -> FaultProfile:
@@ -306,7 +330,7 @@ def _parse_fault(file: str, where: str, table: Any) -> FaultProfile:
     if profile.texts_file:
         texts = Path(profile.texts_file)
         texts = texts if texts.is_absolute() else Path(file).parent / texts
-        if not texts.is_file():
+        if not _present(texts.is_file):
             raise ConfigError(file, f"{where}.texts_file", f"no such file: {texts}")
         profile = dataclasses.replace(profile, texts_file=str(texts.resolve()))
     return FaultProfile(kind=kind, **dataclasses.asdict(profile))
@@ -322,13 +346,79 @@ class _FaultNumbers:
     texts_file: str = ""
 
 
-def _parse_agent(file: str, index: int, table: Any) -> AgentSpec:
+def _security_path(file: str, key: str, value: Any) -> str:
+    path = Path(_typed(file, key, value, str))
+    path = path if path.is_absolute() else Path(file).parent / path
+    if not _present(path.is_file):
+        raise ConfigError(file, key, f"no such file: {path}")
+    return str(path.resolve())
+
+
+def _parse_security(file: str, where: str, table: dict, kind: AgentKind, builtin: bool, url: str,
+                    allow_non_loopback: bool) -> AgentSecurity:
+    """host, key_env / key_file, TLS files, allow_http: where an agent listens, where its key comes from
+    (never the key itself: a fleet file is shared and committed) and how its connection is checked."""
+    from .agents.auth import check_env_name
+    raw = {k: table[k] for k in _SECURITY_KEYS if k in table}
+    if not builtin:
+        for key in ("host", "tls_cert", "tls_key"):
+            if key in raw:
+                raise ConfigError(file, f"{where}.{key}", "for built-in agents only (an external agent's address "
+                                                          "and certificate are its server's)")
+    elif "allow_http" in raw:
+        raise ConfigError(file, f"{where}.allow_http", "for external agents only (a built-in one binds loopback "
+                                                       "unless allow_non_loopback is set)")
+    values: dict[str, Any] = {}
+    if "host" in raw:
+        host = _typed(file, f"{where}.host", raw["host"], str).strip()
+        if not host:
+            raise ConfigError(file, f"{where}.host", "must not be empty")
+        if not is_loopback(host) and not allow_non_loopback:
+            raise ConfigError(file, f"{where}.host", f"{host} is not a loopback address: anyone who can reach it "
+                                                     "could call the agent; set allow_non_loopback = true at the "
+                                                     "top of the fleet file if that is meant")
+        values["host"] = host
+    if "key_env" in raw and "key_file" in raw:
+        raise ConfigError(file, f"{where}.key_file", "give key_env or key_file, not both")
+    if "key_env" in raw:
+        values["key_env"] = check_env_name(file, f"{where}.key_env", _typed(file, f"{where}.key_env", raw["key_env"], str))
+    if "key_file" in raw:
+        values["key_file"] = _security_path(file, f"{where}.key_file", raw["key_file"])
+    if kind is AgentKind.OPENAI_CHAT and ("key_env" in raw or "key_file" in raw):
+        raise ConfigError(file, f"{where}.key_env" if "key_env" in raw else f"{where}.key_file",
+                          "an openai-chat endpoint does not sign its replies; authenticate it by https and ca_file")
+    for key in ("ca_file", "client_cert", "client_key", "tls_cert", "tls_key"):
+        if key in raw:
+            values[key] = _security_path(file, f"{where}.{key}", raw[key])
+    if ("tls_cert" in values) != ("tls_key" in values):
+        raise ConfigError(file, f"{where}.{'tls_key' if 'tls_cert' in values else 'tls_cert'}",
+                          "tls_cert and tls_key go together")
+    if "client_key" in values and "client_cert" not in values:
+        raise ConfigError(file, f"{where}.client_cert", "client_key needs client_cert")
+    https = (urlparse(url).scheme == "https") if url else "tls_cert" in values
+    for key in ("ca_file", "client_cert"):
+        if key in values and not https:
+            raise ConfigError(file, f"{where}.{key}", "applies to https only: give the agent an https url"
+                                                      if url else "applies to https only: give the agent tls_cert and tls_key")
+    if "allow_http" in raw:
+        values["allow_http"] = _typed(file, f"{where}.allow_http", raw["allow_http"], bool)
+    if url and not https and not is_loopback(urlparse(url).hostname or "") and not values.get("allow_http"):
+        raise ConfigError(file, f"{where}.url", "plain http to another host: questions and replies cross the network "
+                                                "unprotected; use https, or set allow_http = true for this agent")
+    return AgentSecurity(**values)
+
+
+def _parse_agent(file: str, index: int, table: Any, allow_non_loopback: bool = False) -> AgentSpec:
     where = f"agents[{index}]"
     if not isinstance(table, dict) or "id" not in table:
         raise ConfigError(file, f"{where}.id", "missing")
     agent_id = _typed(file, f"{where}.id", table["id"], str)
     where = f"agents[{index}] ({agent_id})"
-    table = _check_keys(file, where, table, _AGENT_KEYS)
+    for secret in ("key", "secret", "token"):
+        if secret in table:       # the value is never repeated: it may be a real key
+            raise ConfigError(file, f"{where}.{secret}", "a key never goes into the fleet file; name where it comes "
+                                                         "from with key_env (a variable) or key_file (a file)")
+    table = _check_keys(file, where, table, _AGENT_KEYS | _SECURITY_KEYS)
     if "role" not in table:
         raise ConfigError(file, f"{where}.role", "missing")
     role = _enum(file, f"{where}.role", table["role"], Role)
@@ -373,24 +463,26 @@ def _parse_agent(file: str, index: int, table: Any) -> AgentSpec:
     timeout_s = _typed(file, f"{where}.timeout_s", table.get("timeout_s", 10.0), float)
     if timeout_s <= 0:
         raise ConfigError(file, f"{where}.timeout_s", f"must be positive, found {timeout_s}")
+    security = _parse_security(file, where, table, kind, bool(backend), url, allow_non_loopback)
     return AgentSpec(
         id=agent_id, role=role, kind=kind, backend=backend, url=url,
         trust=trust,
         permissions=tuple(permissions), fault=fault,
         enabled=_typed(file, f"{where}.enabled", table.get("enabled", True), bool),
         model=_typed(file, f"{where}.model", table.get("model", ""), str),
-        timeout_s=timeout_s, port=port,
+        timeout_s=timeout_s, port=port, security=security,
     )
 
 
 def load_fleet(path: Path | None = None, corpus_dir: Path | None = None) -> FleetConfig:
     path = Path(path) if path else DEFAULT_FLEET
     file = str(path)
-    data = _check_keys(file, "", _read_toml(path), {"corpus", "agents", "permissions"})
+    data = _check_keys(file, "", _read_toml(path), {"corpus", "agents", "permissions", "allow_non_loopback"})
     agents_raw = data.get("agents")
     if not isinstance(agents_raw, list) or not agents_raw:
         raise ConfigError(file, "agents", "expected at least one [[agents]] table")
-    agents = tuple(_parse_agent(file, i, table) for i, table in enumerate(agents_raw))
+    allow_non_loopback = _typed(file, "allow_non_loopback", data.get("allow_non_loopback", False), bool)
+    agents = tuple(_parse_agent(file, i, table, allow_non_loopback) for i, table in enumerate(agents_raw))
     seen: set[str] = set()
     for spec in agents:
         if spec.id in seen:
@@ -402,13 +494,13 @@ def load_fleet(path: Path | None = None, corpus_dir: Path | None = None) -> Flee
         raise ConfigError(file, "agents", "at least one enabled generator is needed")
     if corpus_dir is None:
         corpus_raw = _typed(file, "corpus", data.get("corpus", "../resources/corpus"), str)
-        corpus_dir = (path.parent / corpus_raw).resolve()
-    if not Path(corpus_dir).is_dir():
+        corpus_dir = _resolved(file, "corpus", path.parent, corpus_raw)
+    if not _present(Path(corpus_dir).is_dir):
         raise ConfigError(file, "corpus", f"corpus folder {corpus_dir} does not exist")
     permissions = None
     if "permissions" in data:
-        permissions = (path.parent / _typed(file, "permissions", data["permissions"], str)).resolve()
-        if not permissions.is_file():
+        permissions = _resolved(file, "permissions", path.parent, _typed(file, "permissions", data["permissions"], str))
+        if not _present(permissions.is_file):
             raise ConfigError(file, "permissions", f"permission matrix {permissions} does not exist")
     return FleetConfig(path=path.resolve(), agents=agents, corpus_dir=Path(corpus_dir).resolve(),
-                       permissions=permissions)
+                       permissions=permissions, allow_non_loopback=allow_non_loopback)

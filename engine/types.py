@@ -75,6 +75,15 @@ class FaultKind(str, enum.Enum):
     SWAP = "swap"                # generator: a name or number swapped for another from its own cited passage
     OVERREACH = "overreach"      # generator: asks for tools, peers and memory outside its permissions
     MEMORY_POISON = "memory-poison"   # generator: writes an instruction into its memory for later questions
+    # Faults of the wire and the process (engine.agents.faults.WireFaults), for any role:
+    HANG = "hang"                # accepts the request and never replies (delay_s: how long it holds on, default 1 h)
+    DRIP = "drip"                # sends the headers, then the body a few bytes every delay_s (default 0.5 s)
+    MALFORMED = "malformed"      # 200 with a body that is not the protocol's JSON (truncated, wrong shape, too deep)
+    WRONG_TYPE = "wrong-type"    # 200 with an HTML or XML page instead of JSON
+    HTTP_5XX = "http-5xx"        # an HTTP 500, 502 or 503 error
+    OVERSIZE = "oversize"        # a reply that streams on past any reply cap (64 MiB at most)
+    CRASH_MID = "crash-mid"      # the process dies after sending the headers and part of the body
+    FLAP = "flap"                # the process goes away for delay_s (default 2 s) and comes back on a new port
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,25 @@ class FaultProfile:
     delay_s: float = 0.0         # for slow
     after_requests: int = 0      # for crash: exit on request number after_requests + 1
     texts_file: str = ""         # inject / memory-poison: JSON Lines ({"text": ...}) of the texts to plant
+
+
+@dataclass(frozen=True)
+class AgentSecurity:
+    """Where an agent's key comes from and how its connection is protected: names and paths only, never a
+    key (engine.agents.auth reads the key at start; the fleet file cannot hold one)."""
+    host: str = "127.0.0.1"      # built-in: the address it binds (another interface needs allow_non_loopback)
+    key_env: str = ""            # the environment variable holding its key (hex, at least 32 bytes)
+    key_file: str = ""           # ... or a file holding it (readable by its owner only)
+    ca_file: str = ""            # https: the CA bundle its certificate must chain to (instead of the system's)
+    client_cert: str = ""        # https: the engine's client certificate (mTLS), PEM
+    client_key: str = ""         # ... and its private key, when not in client_cert
+    tls_cert: str = ""           # built-in: serve HTTPS with this certificate ...
+    tls_key: str = ""            # ... and this private key
+    allow_http: bool = False     # external: plain http to a host that is not loopback is allowed
+
+    @property
+    def keyed(self) -> bool:
+        return bool(self.key_env or self.key_file)
 
 
 @dataclass(frozen=True)
@@ -103,6 +131,7 @@ class AgentSpec:
     model: str = ""              # openai-chat: model name at the endpoint
     timeout_s: float = 10.0
     port: int = 0                # 0 = any free port on 127.0.0.1
+    security: AgentSecurity = AgentSecurity()   # binding, key source, TLS (see AgentSecurity)
 
     @property
     def builtin(self) -> bool:
@@ -282,6 +311,7 @@ class Answer:
     stages: tuple["StageResult", ...] = ()           # the trajectory: formulate, retrieve, reason, tool, synthesize
     cascade: "CascadeOutcome | None" = None          # what the cascade monitor saw and did (None: not watched)
     gateway: "GatewayReport | None" = None           # what the thought-virus gateway screened, blocked, escalated
+    participation: "Participation | None" = None     # how many agents took part, and whether a quorum held
 
     def agents_ok(self, role: Role) -> int:
         return sum(1 for a in self.agents if a.role is role and a.status is CallStatus.OK)
@@ -307,3 +337,23 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     return value
+
+
+@dataclass(frozen=True)
+class RoleParticipation:
+    """One role's part in a question (engine.participation builds it and defines the quorum)."""
+    role: Role
+    asked: int = 0                  # distinct agents of the role the question called
+    answered: int = 0               # ... of them, those with a usable reply
+    failed: Mapping[str, int] = field(default_factory=dict)   # CallStatus value -> agents that failed with it
+    needed: int = 0                 # answers the quorum needs (0: the question never reached this role)
+    unavailable: int = 0            # enabled agents of the role not up to be asked (down, starting, stopped)
+    held: bool = True               # answered >= needed
+
+
+@dataclass(frozen=True)
+class Participation:
+    """How many agents took part in one answer and whether a quorum held (see engine.participation)."""
+    retrievers: RoleParticipation
+    generators: RoleParticipation
+    quorum_held: bool = True

@@ -3,11 +3,18 @@
 Explicit timeouts, connection limits and a cap on reply size; every transport failure becomes
 an AgentError subclass, and `outcome()` turns any call into an AgentOutcome so one dead agent
 never cancels the others in a fan-out.
+
+An agent with a key in the keyring (engine.agents.auth) gets signed requests, and its replies are
+checked before anything reads them: unsigned, mis-signed or replayed, a reply is that agent's bad
+outcome (AgentAuthError). https is verified (the system's CAs, or the agent's own ca_file), with the
+engine's client certificate where the fleet file gives one.
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Generic, TypeVar
@@ -17,10 +24,13 @@ import httpx
 from ..config import LimitSettings
 from ..errors import AgentError, AgentProtocolError, AgentReplyTooLarge, AgentTimeout, AgentUnavailable
 from ..types import AgentKind, AgentOutcome, AgentSpec, CallStatus, Chunk, Generation
+from .auth import (NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TRACE_HEADER, AgentAuthError, Keyring,
+                   check_reply, new_nonce, request_signature)
 from .openai_chat import build_chat_request, parse_chat_reply
-from .protocol import chunk_to_json, parse_challenge_reply, parse_chunks, parse_generation, parse_judgement
+from .protocol import chunk_to_json, loads, parse_challenge_reply, parse_chunks, parse_generation, parse_judgement
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -30,38 +40,87 @@ class CallResult(Generic[T]):
 
 
 class AgentClient:
-    def __init__(self, limits: LimitSettings, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, limits: LimitSettings, transport: httpx.AsyncBaseTransport | None = None,
+                 keyring: Keyring | None = None, clock=time.time) -> None:
         self.limits = limits
-        self._http = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(30.0, connect=limits.connect_timeout_s),
-            limits=httpx.Limits(max_connections=limits.max_connections, max_keepalive_connections=limits.max_connections),
+        self.keyring = keyring      # None or no key for an agent: its calls are unsigned, as before keys
+        self.clock = clock          # the requests' timestamps: wall time, which keyed agents check against theirs
+        self._transport = transport
+        self._http = self._new_http(True)
+        self._tls: dict[tuple[str, str, str], httpx.AsyncClient] = {}   # per (ca_file, client cert, key)
+
+    def _new_http(self, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=self._transport, verify=verify,
+            timeout=httpx.Timeout(30.0, connect=self.limits.connect_timeout_s),
+            limits=httpx.Limits(max_connections=self.limits.max_connections,
+                                max_keepalive_connections=self.limits.max_connections),
             headers={"User-Agent": "quorum-engine"},
             trust_env=False,   # agents are reached directly; a proxy setting must not reroute them
         )
 
+    def _http_for(self, spec: AgentSpec) -> httpx.AsyncClient:
+        """The client for this agent's TLS settings: the shared one, or one verifying with its own CA and
+        presenting the engine's certificate (made on first use; an unreadable file is that call's outcome)."""
+        sec = spec.security
+        profile = (sec.ca_file, sec.client_cert, sec.client_key)
+        if self._transport is not None or not any(profile):
+            return self._http
+        if profile not in self._tls:
+            try:
+                context = ssl.create_default_context(cafile=sec.ca_file or None)
+                if sec.client_cert:
+                    context.load_cert_chain(sec.client_cert, sec.client_key or None)
+            except (OSError, ssl.SSLError) as exc:
+                raise AgentAuthError(spec.id, f"cannot load its TLS files ({exc})") from None
+            self._tls[profile] = self._new_http(context)
+        return self._tls[profile]
+
     async def aclose(self) -> None:
         await self._http.aclose()
+        for http in self._tls.values():
+            await http.aclose()
 
-    async def _post(self, spec: AgentSpec, url: str, payload: dict[str, Any], trace_id: str) -> Any:
+    async def _post(self, spec: AgentSpec, url: str, payload: dict[str, Any], trace_id: str,
+                    path: str | None = None) -> Any:
+        """path: the operation below the agent's base URL ("/retrieve"), as the signatures name it."""
+        path = path or "/" + url.rsplit("/", 1)[-1]
+        content = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        headers = {TRACE_HEADER: trace_id, "Content-Type": "application/json"}
+        key = self.keyring.get(spec.id) if self.keyring is not None else None
+        if key is not None:
+            nonce, timestamp = new_nonce(), str(int(self.clock()))
+            headers |= {NONCE_HEADER: nonce, TIMESTAMP_HEADER: timestamp,
+                        SIGNATURE_HEADER: request_signature(key, spec.id, "POST", path, trace_id, nonce, timestamp,
+                                                            content)}
         try:
-            async with self._http.stream("POST", url, json=payload, headers={"X-Trace-Id": trace_id}) as response:
+            http = self._http_for(spec)
+            async with http.stream("POST", url, content=content, headers=headers) as response:
                 body = bytearray()
                 async for piece in response.aiter_bytes():
                     body.extend(piece)
                     if len(body) > self.limits.max_reply_bytes:
                         raise AgentReplyTooLarge(spec.id, f"reply over {self.limits.max_reply_bytes} bytes")
+                if key is not None:    # before anything reads it: an unsigned body is not this agent's word
+                    check_reply(key, spec.id, path, trace_id, nonce, timestamp, response.status_code, bytes(body),
+                                response.headers.get(SIGNATURE_HEADER))
                 if response.status_code != 200:
-                    raise AgentProtocolError(spec.id, f"HTTP {response.status_code}: {bytes(body[:200]).decode(errors='replace')}")
+                    text = bytes(body[:200]).decode(errors='replace')
+                    if key is not None and response.status_code == 401:
+                        raise AgentAuthError(spec.id, f"the agent refused the engine's signature: {text}")
+                    raise AgentProtocolError(spec.id, f"HTTP {response.status_code}: {text}")
         except httpx.TimeoutException as exc:
             raise AgentTimeout(spec.id, f"timed out ({type(exc).__name__})") from None
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            tls = _tls_failure(exc)
+            if tls:
+                raise AgentAuthError(spec.id, tls) from None
             raise AgentUnavailable(spec.id, f"{type(exc).__name__}: {exc}") from None
         except httpx.HTTPError as exc:
             raise AgentError(spec.id, f"{type(exc).__name__}: {exc}") from None
         try:
-            return json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return loads(bytes(body))     # strict: no NaN, no number past a float, no nesting too deep
+        except ValueError as exc:
             raise AgentProtocolError(spec.id, f"reply is not JSON ({exc})") from None
 
     async def retrieve(self, spec: AgentSpec, url: str, query: str, k: int, trace_id: str) -> tuple[Chunk, ...]:
@@ -93,9 +152,13 @@ class AgentClient:
         return parse_challenge_reply(spec.id, await self._post(spec, f"{url}/challenge", payload, trace_id))
 
     async def health(self, spec: AgentSpec, url: str) -> dict[str, Any]:
+        """Unsigned (it tells nothing secret), but over the agent's verified TLS where it has some."""
         try:
-            response = await self._http.get(f"{url}/health", timeout=2.0)
+            response = await self._http_for(spec).get(f"{url}/health", timeout=2.0)
         except httpx.HTTPError as exc:
+            tls = _tls_failure(exc)
+            if tls:
+                raise AgentAuthError(spec.id, tls) from None
             raise AgentUnavailable(spec.id, f"{type(exc).__name__}") from None
         if response.status_code != 200:
             raise AgentUnavailable(spec.id, f"health answered HTTP {response.status_code}")
@@ -112,11 +175,32 @@ async def outcome(spec: AgentSpec, op: Awaitable[T], count=len) -> CallResult[T]
                                        f"no reply within {spec.timeout_s:g} s"), None)
     except AgentError as exc:
         return CallResult(AgentOutcome(spec.id, spec.role, CallStatus(exc.status), _ms(started), exc.reason), None)
+    except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:   # a reply no parser check foresaw
+        logger.warning("agent %s: its reply could not be read", spec.id, exc_info=True)
+        return CallResult(AgentOutcome(spec.id, spec.role, CallStatus.MALFORMED, _ms(started),
+                                       f"reply could not be read ({type(exc).__name__}: {str(exc)[:120]})"), None)
     try:
         n_items = count(value)
     except TypeError:
         n_items = 1
     return CallResult(AgentOutcome(spec.id, spec.role, CallStatus.OK, _ms(started), "", n_items), value)
+
+
+def _tls_failure(exc: BaseException) -> str:
+    """Why TLS refused the connection ("certificate verify failed: ..."), or "" if it was not TLS."""
+    seen: BaseException | None = exc
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        visited.add(id(seen))
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {seen.verify_message or seen}"
+        if isinstance(seen, ssl.SSLError):
+            return f"TLS handshake failed: {seen.reason or seen}"
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return f"certificate verify failed: {text}"
+    return ""
 
 
 def _ms(started: float) -> float:

@@ -3,10 +3,14 @@
 Each agent is its own process (so one crash or one kill takes down one agent only), started with
 subprocess.Popen and watched by a reader thread: that works under any asyncio loop, qasync's
 included. Children also get SIGTERM if this process dies (see serve._die_with_parent).
+
+Given a Keyring, each agent gets a key for this run (its configured one, else a new random one) in its
+environment, never on its command line; no child inherits the variables that hold other agents' keys.
 """
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import subprocess
 import sys
@@ -18,8 +22,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..config import PROJECT_ROOT, FleetConfig
-from ..errors import FleetError
+from ..errors import ConfigError, FleetError
 from ..types import AgentSpec, AgentState
+from .auth import CHILD_KEY_ENV, Keyring
 from .serve import READY_PREFIX
 
 StateCallback = Callable[[str, AgentState, str, str], None]   # agent_id, state, url, detail
@@ -34,10 +39,26 @@ class _Child:
     ready: asyncio.Future | None = None
 
 
+def agent_url(spec: AgentSpec, port: int) -> str:
+    """Where the engine reaches a built-in agent: its host (loopback for a wildcard bind), https with TLS."""
+    host = spec.security.host.strip("[]")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None and address.is_unspecified:      # 0.0.0.0 or ::: every interface, loopback included
+        host = "::1" if address.version == 6 else "127.0.0.1"
+        address = ipaddress.ip_address(host)
+    if address is not None and address.version == 6:
+        host = f"[{host}]"
+    return f"{'https' if spec.security.tls_cert else 'http'}://{host}:{port}"
+
+
 class FleetLauncher:
     def __init__(self, fleet: FleetConfig, cache_dir: Path, on_state: StateCallback | None = None,
-                 ready_timeout_s: float = 300.0) -> None:
+                 ready_timeout_s: float = 300.0, keyring: Keyring | None = None) -> None:
         self.fleet = fleet
+        self.keyring = keyring     # None: agents run without keys (unsigned, as before keys existed)
         self.cache_dir = Path(cache_dir)
         self.on_state = on_state or (lambda *args: None)
         self.ready_timeout_s = ready_timeout_s
@@ -60,13 +81,21 @@ class FleetLauncher:
         # One compute thread per agent: several agents share two cores, and idle OpenMP workers spin.
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        for name in {CHILD_KEY_ENV} | {a.security.key_env for a in self.fleet.agents if a.security.key_env}:
+            env.pop(name, None)     # an agent must not find another agent's key in what it inherits
         for spec in self.builtin_agents():
             log_path = log_dir / f"{spec.id}.log"
+            try:
+                child_env = env if self.keyring is None else {
+                    **env, CHILD_KEY_ENV: self.keyring.key_for_launch(self.fleet, spec).hex()}
+            except ConfigError:
+                await self.stop()
+                raise
             command = [sys.executable, "-m", "engine.agents.serve", "--fleet", str(self.fleet.path),
                        "--agent", spec.id, "--corpus", str(self.fleet.corpus_dir), "--cache-dir", str(self.cache_dir)]
             try:
                 with log_path.open("w") as log:
-                    process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdin=subprocess.DEVNULL,
+                    process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=child_env, stdin=subprocess.DEVNULL,
                                                stdout=subprocess.PIPE, stderr=log, text=True)
             except OSError as exc:
                 await self.stop()
@@ -108,7 +137,7 @@ class FleetLauncher:
         assert child.process.stdout is not None
         for line in child.process.stdout:
             if line.startswith(READY_PREFIX):
-                child.url = f"http://127.0.0.1:{int(line.split()[1])}"
+                child.url = agent_url(child.spec, int(line.split()[1]))
                 self._report(child, AgentState.UP, child.url)
         code = child.process.wait()
         if not self._stopping:

@@ -1,15 +1,21 @@
 """One built-in agent as its own process: `python -m engine.agents.serve --fleet F --agent ID`.
 
-It builds its backend (index or generator), binds 127.0.0.1 (a free port unless the fleet file
-fixes one) and prints one line `QUORUM-READY <port>` on stdout once it serves requests. The
-launcher reads that line; everything else goes to stderr.
+It builds its backend (index or generator), binds its `host` (127.0.0.1 unless the fleet file says
+otherwise and allows it with allow_non_loopback) on a free port unless the fleet file fixes one, and
+prints one line `QUORUM-READY <port>` on stdout once it serves requests. The launcher reads that line;
+everything else goes to stderr.
+
+Its key (engine.agents.auth) comes in its environment (CHILD_KEY_ENV, never on the command line) and is
+taken out of it at once; with tls_cert and tls_key it serves HTTPS.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import ctypes
+import ipaddress
 import logging
+import os
 import signal
 import socket
 import sys
@@ -27,10 +33,39 @@ def _die_with_parent() -> None:
         pass
 
 
-async def _serve(app, sock: socket.socket) -> None:
+def take_key(environ=None) -> bytes | None:
+    """The key the launcher handed over, removed from the environment so nothing started later inherits it."""
+    from .auth import CHILD_KEY_ENV, parse_key
+    environ = os.environ if environ is None else environ
+    text = environ.pop(CHILD_KEY_ENV, None)
+    return parse_key(text) if text else None
+
+
+def bind_socket(host: str, port: int, allow_non_loopback: bool) -> socket.socket:
+    """A listening socket on host:port; a non-loopback host only when the fleet file allows it."""
+    from ..urls import is_loopback
+    if not is_loopback(host) and not allow_non_loopback:
+        raise OSError(f"refusing to bind {host}: not a loopback address and the fleet file does not set "
+                      "allow_non_loopback = true")
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host.strip("[]")).version == 6 else socket.AF_INET
+    except ValueError:
+        family = socket.AF_INET      # a name (localhost): IPv4
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def _serve(app, sock: socket.socket, tls_cert: str = "", tls_key: str = "") -> None:
     import uvicorn
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=2)
+                            timeout_graceful_shutdown=2,
+                            **({"ssl_certfile": tls_cert, "ssl_keyfile": tls_key} if tls_cert else {}))
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
@@ -61,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     _die_with_parent()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
+        key = take_key()
+    except ValueError as exc:    # says what is wrong with it, never what it is
+        print(f"agent {args.agent}: unusable key in its environment: {exc}", file=sys.stderr)
+        return 2
+    try:
         fleet = load_fleet(args.fleet, corpus_dir=args.corpus)
         spec = fleet.agent(args.agent)
         corpus = load_corpus(fleet.corpus_dir)
@@ -70,16 +110,15 @@ def main(argv: list[str] | None = None) -> int:
             backend = ExtractiveGenerator()
         else:
             backend = build_verifier(args.cache_dir, [c.text for c in corpus.chunks])
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", spec.port))
+        sock = bind_socket(spec.security.host, spec.port, fleet.allow_non_loopback)
     except KeyError:
         print(f"agent {args.agent!r} is not in {args.fleet}", file=sys.stderr)
         return 2
     except (QuorumError, OSError) as exc:
         print(f"agent {args.agent}: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(_serve(build_app(spec, backend, len(corpus.chunks)), sock))
+    asyncio.run(_serve(build_app(spec, backend, len(corpus.chunks), key=key), sock,
+                       spec.security.tls_cert, spec.security.tls_key))
     return 0
 
 

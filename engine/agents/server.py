@@ -1,7 +1,6 @@
 """The HTTP face of a built-in agent (Starlette app, served by uvicorn on 127.0.0.1)."""
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from starlette.applications import Starlette
@@ -13,23 +12,24 @@ from ..text import content_words
 from ..types import AgentSpec, ClaimLabel, FaultKind, Role
 from ..verify.sentences import rank_sentences
 from .extractive import ExtractiveGenerator
-from .faults import FaultInjector
-from .protocol import (BadRequest, chunk_to_json, generation_to_json, parse_claim_request, parse_generate_request,
-                       parse_retrieve_request)
-
-MAX_REQUEST_BYTES = 1_000_000
+from .faults import FaultInjector, flap_cycle, with_reply_faults, with_wire_faults
+from .protocol import (BadRequest, chunk_to_json, generation_to_json, loads, parse_claim_request,
+                       parse_generate_request, parse_retrieve_request)
+from .schema import MAX_REQUEST_BYTES
 
 
 async def _json_body(request: Request) -> Any:
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
         raise BadRequest(f"request body over {MAX_REQUEST_BYTES} bytes")
-    body = await request.body()
-    if len(body) > MAX_REQUEST_BYTES:
-        raise BadRequest(f"request body over {MAX_REQUEST_BYTES} bytes")
+    body = bytearray()
+    async for piece in request.stream():       # a chunked body has no length to check first: stop at the cap
+        body.extend(piece)
+        if len(body) > MAX_REQUEST_BYTES:
+            raise BadRequest(f"request body over {MAX_REQUEST_BYTES} bytes")
     try:
-        return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return loads(bytes(body))
+    except ValueError as exc:     # bad JSON or UTF-8, NaN, too deep, an integer of 4300+ digits, a lone surrogate
         raise BadRequest(f"body is not JSON ({exc})") from None
 
 
@@ -42,9 +42,10 @@ def _guarded(handler: Callable) -> Callable:
     return endpoint
 
 
-def build_app(spec: AgentSpec, backend: Any, corpus_size: int) -> Starlette:
-    """backend: a Retriever for retrievers, an ExtractiveGenerator for generators."""
-    faults = FaultInjector(spec.fault)
+def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None = None) -> Any:
+    """backend: a Retriever for retrievers, an ExtractiveGenerator for generators. key: the agent's key
+    (engine.agents.auth): requests must then be signed by the engine, and every reply is signed."""
+    faults = FaultInjector(spec.fault, cycle=flap_cycle())
 
     async def health(request: Request) -> dict:
         return {"status": "ok", "id": spec.id, "role": spec.role.value, "backend": spec.backend,
@@ -95,4 +96,9 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int) -> Starlette:
         routes.append(Route("/challenge", _guarded(challenge), methods=["POST"]))
     else:
         routes.append(Route("/validate", _guarded(validate), methods=["POST"]))
-    return Starlette(routes=routes)
+    # A bad reply is the agent's own, so it is signed; the wire and the process fail outside the signature.
+    app = with_reply_faults(Starlette(routes=routes), faults)
+    if key is not None:
+        from .signed_app import SignedApp
+        app = SignedApp(app, spec.id, key, MAX_REQUEST_BYTES)
+    return with_wire_faults(app, faults, key)
