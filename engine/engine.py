@@ -11,6 +11,7 @@ from typing import Callable
 import httpx
 import platformdirs
 
+from .agents.auth import Keyring
 from .agents.client import AgentClient
 from .agents.launcher import FleetLauncher
 from .alerts.book import AlertBook
@@ -41,10 +42,16 @@ from .store.traces import DecisionRow, TraceLine, recent_decisions_sync, trace_s
 from .events import (AgentChanged, AlertChanged, AlertsRaised, EngineReady, GatewayFlagged, ReviewEnqueued,
                      SilencesChanged, TrustUpdated)
 from .trust import TrustKeeper, TrustUpdate
+from .events import QuestionAnswered, QuestionFailed
+from .gateway.envelope import new_trace_id
+from .telemetry import start_telemetry
 from .reputation.events import AlertKind
 from .types import AgentKind, AgentState, Answer, RiskTier
 
 Listener = Callable[[object], None]    # receives engine.events types, reputation events and generic Events
+
+
+EXTERNAL_RECHECK_S = 5.0     # how often a down external agent's /health is tried again while questions come
 
 
 def default_db_path() -> Path:
@@ -71,8 +78,12 @@ class Engine:
         self.trust = TrustKeeper(self.store, settings.reputation, clock=clock)   # the reputation book, on the same file
         self.alerts = AlertBook(self.store, clock=clock)   # operators' alerts and silences, on the same file
         self.registry = AgentRegistry(fleet, trust=self.trust, clock=clock, slow=SlowRule.from_limits(settings.limits))
-        self.client = AgentClient(settings.limits, transport=transport)
-        self.launcher = FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state) if launch else None
+        # Each agent's key for this run (engine.agents.auth): read from where the fleet file says at start,
+        # or made new per launch for built-in agents; the client signs and checks with the same ring.
+        self.keyring = Keyring()
+        self.client = AgentClient(settings.limits, transport=transport, keyring=self.keyring)
+        self.launcher = (FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state, keyring=self.keyring)
+                         if launch else None)
         self.embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), self.cache_dir / "engine")
         self.gateway = build_gateway(settings.gateway, self.embedder) if settings.gateway.enabled else None
         # Agents' own memory and tools: every write screened, every call checked against the matrix.
@@ -89,10 +100,12 @@ class Engine:
         self.pipeline.memory = self.memory
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
+        self._probed: dict[str, float] = {}  # external agents: when each down one was last probed (_recheck_external)
         self._fleet_stopped = False          # the operator stopped the built-in fleet (stop_fleet)
         self._fleet_busy = ""                # "starting" or "stopping" while start_fleet / stop_fleet runs
         # Demo questions at a chosen rate (off until started); stamped with the engine's clock.
         self.demo = DemoTraffic(self.ask, self._emit, stamp=clock)
+        self.telemetry = None                # traces out (engine.telemetry), when [telemetry] is on: made in start()
 
     # --- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -116,6 +129,10 @@ class Engine:
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
+        self.telemetry = start_telemetry(self.settings.telemetry, clock=self.clock)   # None when off
+        if self.telemetry is not None:
+            self.subscribe(self.telemetry.on_event)
+        self.keyring.load(self.fleet)     # a missing or bad key is a ConfigError before anything opens
         await self.store.open()
         self.registry.load_stats(await self.store.agent_stats())
         await self.trust.load((a.id, a.role) for a in self.fleet.agents)
@@ -156,6 +173,29 @@ class Engine:
         except AgentError as exc:
             self._on_agent_state(view.spec.id, AgentState.DOWN, view.url, exc.reason)
 
+    def _recheck_external(self) -> None:
+        """A down external agent is probed again (at most every EXTERNAL_RECHECK_S, in the background) as
+        questions come: one that flapped or sat behind a healed partition comes back to work. No launcher
+        watches it, and a down agent is never asked, so no call of its own could tell."""
+        now = self.clock()
+        for view in self.registry.all():
+            spec = view.spec
+            if spec.builtin or not spec.enabled or view.state is not AgentState.DOWN or view.stopped:
+                continue
+            if now - self._probed.get(spec.id, float("-inf")) >= EXTERNAL_RECHECK_S:
+                self._probed[spec.id] = now
+                self._spawn(self._revive_external(view))
+
+    async def _revive_external(self, view: AgentView) -> None:
+        """UP (audited as agent.up) once it answers /health; still down: nothing new to say. An openai-chat
+        endpoint has no /health: it gets its next call."""
+        try:
+            if view.spec.kind is AgentKind.QUORUM_HTTP:
+                await self.client.health(view.spec, view.url)
+        except AgentError:
+            return
+        self._on_agent_state(view.spec.id, AgentState.UP, view.url, "external: answers again")
+
     async def aclose(self) -> None:
         """Stops in order: demo traffic (its questions answered), the fleet, pending writes, the client, the store."""
         await self.demo.aclose()
@@ -163,6 +203,8 @@ class Engine:
             await self.launcher.stop()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.telemetry is not None:       # after the last question's events: its trace leaves too
+            await self.telemetry.aclose()
         await self.client.aclose()
         await self.store.aclose()
         self.embedder.close()
@@ -180,7 +222,19 @@ class Engine:
 
     async def ask(self, question: str, tier: RiskTier | None = None, trace_id: str | None = None) -> Answer:
         """tier: the operator's choice; None lets the settings' risk rules classify the question.
-        trace_id: the caller's own (the console follows its question's progress by it); a new one if None."""
+        trace_id: the caller's own (the console follows its question's progress by it); a new one if None.
+        Its last event is QuestionAnswered, or QuestionFailed when it raises."""
+        trace_id, asked_at = trace_id or new_trace_id(), self.clock()
+        try:
+            answer = await self._answer(question, tier, trace_id)
+        except BaseException as exc:         # cancelled included: a listener must hear the question ended
+            self._emit(QuestionFailed(trace_id, type(exc).__name__, str(exc), asked_at, self.clock()))
+            raise
+        self._emit(QuestionAnswered(answer, answer.trace_id, self.clock()))
+        return answer
+
+    async def _answer(self, question: str, tier: RiskTier | None, trace_id: str) -> Answer:
+        self._recheck_external()
         try:
             answer = await self.pipeline.ask(question, tier, trace_id)
         except QuestionBlocked as blocked:

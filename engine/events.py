@@ -20,6 +20,7 @@ if TYPE_CHECKING:   # only for annotations: the registry and the review queue im
     from .registry import AgentView
     from .review import ReviewItem
     from .trust import TrustUpdate
+    from .types import Answer
 
 
 @dataclass(frozen=True)
@@ -132,4 +133,25 @@ class DemoTrafficChanged:
     """Demo traffic (engine.demo) started, stopped, changed rate, or its counts moved (at most once a second
     while it runs): asked, answered, failed, skipped, in flight, the rate and whether it runs."""
     stats: Any                   # engine.demo.DemoStats
+    at: float
+
+
+@dataclass(frozen=True)
+class QuestionAnswered:
+    """Engine.ask is done with a question: its answer recorded and every other event about it sent (the
+    last event of a question; engine.telemetry ends its trace here)."""
+    answer: "Answer"
+    trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class QuestionFailed:
+    """Engine.ask raised for a question (blocked by the gateway, unusable input, the store failing,
+    cancelled): the last event of that question. error: the exception's type name; detail: its message,
+    which may quote the question (for people, not for exports)."""
+    trace_id: str
+    error: str
+    detail: str
+    asked_at: float
     at: float

@@ -26,6 +26,7 @@ from .gateway.report import TraceKind
 from .gateway.session import GatewaySession
 from .generation.adjudicate import Decision, adjudicate
 from .generation.challenge import NoReply, challenge
+from .participation import participation as participation_of, shortfall, unavailable_counts
 from .registry import AgentRegistry, AgentView
 from .stages import steps
 from .stages.decompose import decompose
@@ -158,6 +159,7 @@ class Pipeline:
         tier = tiering.tier
         policy = self.settings.tier(tier)
         timings: dict[str, float] = {}
+        unavailable = unavailable_counts(self.registry.all())    # not up to be asked, as the question starts
         self.emit(QuestionReceived(trace_id, question, tier, tiering.reason, self.clock()))
 
         monitor = self._monitor(trace_id)
@@ -203,6 +205,12 @@ class Pipeline:
         if gateway.escalated:
             reason += f"; {len(gateway.escalated)} message(s) held for a person by the gateway"
         timings["gateway"] = gateway.scan_ms
+        participation = participation_of([hops.calls[i] for i in sorted(hops.calls)],
+                                         hops.generated if hops.reached_generators else None,
+                                         retrieval_mode=policy.retrieval_mode, policy_generators=policy.generators,
+                                         unavailable=unavailable)
+        if not participation.quorum_held:
+            reason += f"; {shortfall(participation)}"
         if report.fallback:
             reason += "; retrievers did not agree on any passage, so single-agent passages were used"
         if report.positions:
@@ -212,7 +220,7 @@ class Pipeline:
                         citations=citations, agents=tuple(outcomes), context=report.context,
                         candidates=candidates, timings_ms=timings, asked_at=asked_at, excluded=report.excluded,
                         suspects=report.suspects, tier_reason=tiering.reason, stages=run.trajectory.stages,
-                        cascade=cascade, gateway=gateway)
+                        cascade=cascade, gateway=gateway, participation=participation)
         self._event("answer.decided", trace_id, answer=answer)
         return answer
 
@@ -279,6 +287,7 @@ class Pipeline:
             generators = [v for v in self._pick(Role.GENERATOR, policy.generators, tier, trace_id)
                           if v.spec.id not in exclusions.agents]
             context = tuple(c.chunk for c in context_chunks)
+            hops.reached_generators = True
             memories = {v.spec.id: await self._memory_for(v.spec.id, trace_id, session) for v in generators}
             for v in generators:
                 session.note(TraceKind.MESSAGE, "engine", v.spec.id,
@@ -374,6 +383,7 @@ class _Hops:
         self.reports: dict[int, RetrievalResult] = {}
         self.calls: dict[int, list] = {}
         self.generated: list = []
+        self.reached_generators = False              # the synthesize stage had evidence to ask generators about
         self.decision: Decision | None = None
         self.finding: ContextChunk | None = None     # the tool stage's computed result, as context
 

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGroupBox, QHBoxLayout
                                QVBoxLayout, QWidget)
 
 from engine import AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict
+from engine.participation import summary as participation_summary
 from engine.review import needs_review
 
 from .. import style
@@ -196,7 +197,7 @@ class VerdictHeader(QWidget):
                   f"see the Approvals tab</b>" if waits else "")
         self.reason.setText(f"<b>Why:</b> {html.escape(answer.reason)}"
                             f" <span style='{style.fg('muted')}'>· {html.escape(answer.tier_reason or answer.tier.value + ' risk')}"
-                            f" · {total_ms:,.0f} ms</span>{review}")
+                            f" · {total_ms:,.0f} ms</span>{participation_html(answer)}{review}")
         self.suspects.setText(suspects_html(answer))
         self.suspects.setVisible(bool(answer.suspects))
         self._show_stages(answer)
@@ -213,6 +214,16 @@ class VerdictHeader(QWidget):
         colour = style.tones().bad if fired and answer.cascade.halted else style.tones().warn
         self.cascade.setStyleSheet(f"color: {colour.name()}; font-weight: bold;")
         self.cascade.setVisible(fired)
+
+
+def participation_html(answer: Answer) -> str:
+    """' · 3 of 5 retrievers, 2 of 3 generators answered', marked when the quorum did not hold."""
+    part = answer.participation
+    if part is None:
+        return ""
+    if part.quorum_held:
+        return f" <span style='{style.fg('muted')}'>· {html.escape(participation_summary(part))}</span>"
+    return f" · <b style='{style.fg('warn')}'>⚠ {html.escape(participation_summary(part))}: no quorum</b>"
 
 
 def suspects_html(answer: Answer) -> str:

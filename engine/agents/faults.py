@@ -2,6 +2,17 @@
 
 Each fault turns an honest reply into a lie of one kind. Choices are seeded by the profile's seed
 and the query, so a run can be replayed, and colluders of one group tell the very same lie.
+
+Faults of the wire and the process break the reply instead of lying in it, on the agent's operations
+(never /health, which stays honest so the agent looks alive). After `after_requests` good requests each
+request is struck with probability `rate`:
+- reply faults (ReplyFaults, inside the agent's signature, so the engine sees a genuine bad reply):
+  malformed (truncated JSON, the wrong shape, NaN, a number too big for a float, nesting too deep for a
+  parser, bytes that are not UTF-8), wrong-type (an HTML or XML page with HTTP 200), http-5xx;
+- wire faults (WireFaults, outside the signature, as a network or a dying process would do it): hang
+  (never replies), drip (the headers, then a few bytes every delay_s), oversize (a reply that streams past
+  any cap), crash-mid (the process dies after the headers and half the body), flap (the process goes away
+  for delay_s and comes back on a new port: see relaunch).
 """
 from __future__ import annotations
 
@@ -12,6 +23,8 @@ import json
 import os
 import random
 import re
+import sys
+from typing import Any, Callable
 
 from ..text import sentences
 from ..types import Chunk, Claim, FaultKind, FaultProfile, Generation, ToolRequest
@@ -112,16 +125,19 @@ OVERREACH_ACTIONS = (
 class FaultInjector:
     """Applies one FaultProfile to the replies of one agent process."""
 
-    def __init__(self, profile: FaultProfile) -> None:
+    def __init__(self, profile: FaultProfile, cycle: int = 0) -> None:
         self.profile = profile
+        self.cycle = cycle          # flap: how many times this agent came back (seeds each life differently)
         self.requests = 0
         self.texts = planted_texts(profile.texts_file) if profile.kind in (FaultKind.INJECT,
                                                                            FaultKind.MEMORY_POISON) else ()
 
     async def before_reply(self) -> bool:
         """Counts the request, sleeps or dies where the profile says; True if this reply should lie."""
-        self.requests += 1
         kind = self.profile.kind
+        if kind in REPLY_FAULTS or kind in WIRE_FAULTS:
+            return False        # counted and applied around the handlers (strikes)
+        self.requests += 1
         if kind is FaultKind.CRASH and self.requests > self.profile.after_requests:
             os._exit(3)   # a real crash: no cleanup, no reply, the connection just drops
         if kind is FaultKind.SLOW:
@@ -131,6 +147,13 @@ class FaultInjector:
         if kind is FaultKind.NONE:
             return False
         return _rng(self.profile.seed, self.requests).random() < self.profile.rate
+
+    def strikes(self) -> bool:
+        """For reply and wire faults: counts one request of an operation; True if the fault hits it."""
+        self.requests += 1
+        if self.requests <= self.profile.after_requests:
+            return False
+        return _rng(self.profile.seed, self.cycle, self.requests).random() < self.profile.rate
 
     def corrupt_chunks(self, query: str, chunks: list[Chunk]) -> list[Chunk]:
         kind, rng = self.profile.kind, _rng(self.profile.seed, query)
@@ -208,3 +231,188 @@ class FaultInjector:
         if kind is FaultKind.OMIT_BEST:
             return gen   # the generator server handles omit-best by answering from its second-best sentence
         return gen
+
+
+# --- faults of the reply, the wire and the process -------------------------------------------------
+REPLY_FAULTS = frozenset({FaultKind.MALFORMED, FaultKind.WRONG_TYPE, FaultKind.HTTP_5XX})
+WIRE_FAULTS = frozenset({FaultKind.HANG, FaultKind.DRIP, FaultKind.OVERSIZE, FaultKind.CRASH_MID, FaultKind.FLAP})
+HEALTH_PATH = "/health"
+HANG_S = 3600.0              # hang: how long a request is held without a reply when delay_s is not set
+DRIP_INTERVAL_S = 0.5        # drip: seconds between pieces when delay_s is not set
+DRIP_BYTES = 8
+OVERSIZE_BYTES = 64 * 1024 * 1024    # oversize: the most it sends, however long the engine keeps reading
+OVERSIZE_PIECE = 64 * 1024
+FLAP_DOWN_S = 2.0            # flap: how long the process is away when delay_s is not set
+FLAP_CYCLE_ENV = "QUORUM_FLAP_CYCLE"
+SERVE_MODULE = "engine.agents.serve"
+
+_JSON = b"application/json"
+MALFORMED_BODIES = (
+    b'{"chunks": [{"id": "mars-moons#0", "text": "Mars has two small mo',           # cut off mid-reply
+    b'{"chunks": "none", "answer": 42, "claims": {}, "verdict": [], "quote": 7}',   # the wrong shape for any role
+    b'{"chunks": [{"id": "a#0", "text": "t", "score": NaN}], "answer": "a", "reasoning": [], "claims": [], '
+    b'"confidence": NaN, "verdict": "supported", "score": NaN}',                   # not JSON: NaN
+    b'{"chunks": [{"id": "a#0", "text": "t", "score": ' + b"9" * 400 + b'}], "answer": "a", "reasoning": [], '
+    b'"claims": [], "confidence": ' + b"9" * 400 + b', "verdict": "supported", "score": 1e999}',   # past a float
+    b"[" * 100_000 + b"]" * 100_000,                                                 # too deep for a parser
+    b'{"chunks": "\xff\xfe\xfd", "answer": "\xc3\x28"}',                             # not UTF-8
+)
+WRONG_TYPE_REPLIES = (
+    (b"text/html; charset=utf-8", b"<!DOCTYPE html><html><head><title>Sign in</title></head><body><h1>Session "
+                                  b"expired</h1><p>Please <a href='/login'>sign in</a> again.</p></body></html>"),
+    (b"application/xml", b"<?xml version='1.0'?><chunks><chunk id='a#0'>Mars has two moons.</chunk></chunks>"),
+)
+SERVER_ERRORS = (
+    (500, _JSON, b'{"error": "internal error: index not loaded"}'),
+    (502, b"text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>"),
+    (503, b"text/plain", b"Service Unavailable"),
+)
+
+
+def flap_cycle(environ=None) -> int:
+    """How many times this agent process has come back (flap); 0 for a first start."""
+    value = (os.environ if environ is None else environ).get(FLAP_CYCLE_ENV, "0")
+    return int(value) if value.isdigit() else 0
+
+
+def bad_reply(kind: FaultKind, rng: random.Random) -> tuple[int, bytes, bytes]:
+    """(status, content type, body) of one reply fault."""
+    if kind is FaultKind.MALFORMED:
+        return 200, _JSON, rng.choice(MALFORMED_BODIES)
+    if kind is FaultKind.WRONG_TYPE:
+        content_type, body = rng.choice(WRONG_TYPE_REPLIES)
+        return 200, content_type, body
+    return rng.choice(SERVER_ERRORS)
+
+
+async def _send_whole(send: Callable, status: int, content_type: bytes, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _operation(scope: dict) -> bool:
+    return scope.get("type") == "http" and scope.get("path") != HEALTH_PATH
+
+
+class ReplyFaults:
+    """ASGI middleware inside the agent's signature: a struck request gets a bad reply instead of the app's."""
+
+    def __init__(self, app: Any, injector: FaultInjector) -> None:
+        self.app, self.injector = app, injector
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if not _operation(scope) or not self.injector.strikes():
+            await self.app(scope, receive, send)
+            return
+        rng = _rng(self.injector.profile.seed, "reply", self.injector.cycle, self.injector.requests)
+        await _send_whole(send, *bad_reply(self.injector.profile.kind, rng))
+
+
+async def _client_left(receive: Callable, within_s: float) -> bool:
+    """True if the client went away within within_s (a request body still unread is skipped)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while (remaining := deadline - loop.time()) > 0:
+        try:
+            message = await asyncio.wait_for(receive(), remaining)
+        except asyncio.TimeoutError:
+            return False
+        if message["type"] == "http.disconnect":
+            return True
+    return False
+
+
+async def _captured(app: Any, scope: dict, receive: Callable) -> tuple[dict, bytes]:
+    """The app's whole reply: (the response.start message, the body)."""
+    start: dict = {}
+    body = bytearray()
+
+    async def hold(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        elif message["type"] == "http.response.body":
+            body.extend(message.get("body", b""))
+    await app(scope, receive, hold)
+    return start, bytes(body)
+
+
+class WireFaults:
+    """ASGI middleware outside the agent's signature: what a bad network or a dying process does to a reply."""
+
+    def __init__(self, app: Any, injector: FaultInjector, relaunch: Callable[[float], None]) -> None:
+        self.app, self.injector, self.relaunch = app, injector, relaunch
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if not _operation(scope) or not self.injector.strikes():
+            await self.app(scope, receive, send)
+            return
+        profile = self.injector.profile
+        kind = profile.kind
+        if kind is FaultKind.FLAP:
+            self.relaunch(profile.delay_s or FLAP_DOWN_S)      # does not return in an agent process
+            return
+        if kind is FaultKind.HANG:
+            if not await _client_left(receive, profile.delay_s or HANG_S):
+                await _send_whole(send, 503, _JSON, b'{"error": "gave up"}')
+            return
+        if kind is FaultKind.OVERSIZE:
+            await self._oversize(send)
+            return
+        start, body = await _captured(self.app, scope, receive)
+        if not start:
+            return
+        await send(start)
+        if kind is FaultKind.CRASH_MID:
+            await send({"type": "http.response.body", "body": body[:len(body) // 2], "more_body": True})
+            await asyncio.sleep(0.05)          # let the half leave the socket buffer
+            sys.stderr.flush()
+            os._exit(3)                        # a real crash: no cleanup, the rest never comes
+        interval = profile.delay_s or DRIP_INTERVAL_S
+        for at in range(0, len(body), DRIP_BYTES):
+            await send({"type": "http.response.body", "body": body[at:at + DRIP_BYTES], "more_body": True})
+            if await _client_left(receive, interval):
+                return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    @staticmethod
+    async def _oversize(send: Callable) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", _JSON)]})
+        piece = b'{"id": "x#0", "text": "' + b"x" * (OVERSIZE_PIECE - 40) + b'", "score": 0},'
+        await send({"type": "http.response.body", "body": b'{"chunks": [', "more_body": True})
+        for _ in range(OVERSIZE_BYTES // len(piece)):
+            # A no-op once the client has left (the server drops what is sent on a closed connection).
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": b'{"id": "x#1", "text": "x", "score": 0}]}',
+                    "more_body": False})
+
+
+_SLEEPER = "import os, sys, time; time.sleep(float(sys.argv[1])); os.execv(sys.argv[2], sys.argv[2:])"
+
+
+def relaunch(down_s: float, key: bytes | None, cycle: int) -> None:
+    """Flap: this agent process goes away and comes back. It replaces itself (same pid, so the launcher keeps
+    watching it and reads its next ready line) with a sleeper that holds no socket for down_s, connections
+    refused, which then starts the agent again: a new index, a new port unless the fleet file fixes one, the
+    same key. Only in an agent's own process (python -m engine.agents.serve): anywhere else it refuses."""
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", "") != SERVE_MODULE:
+        raise RuntimeError("the flap fault needs its own agent process (python -m engine.agents.serve)")
+    from .auth import CHILD_KEY_ENV
+    env = {**os.environ, FLAP_CYCLE_ENV: str(cycle + 1)}
+    if key is not None:
+        env[CHILD_KEY_ENV] = key.hex()       # the launcher's key for this run, as it handed it over
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-c", _SLEEPER, f"{down_s:g}", sys.executable, "-m", SERVE_MODULE,
+                               *sys.argv[1:]], env)
+
+
+def with_reply_faults(app: Any, injector: FaultInjector) -> Any:
+    return ReplyFaults(app, injector) if injector.profile.kind in REPLY_FAULTS else app
+
+
+def with_wire_faults(app: Any, injector: FaultInjector, key: bytes | None) -> Any:
+    if injector.profile.kind not in WIRE_FAULTS:
+        return app
+    return WireFaults(app, injector, lambda down_s: relaunch(down_s, key, injector.cycle))

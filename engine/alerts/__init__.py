@@ -2,7 +2,7 @@
 
     kinds       Severity, KINDS (kind -> label, severity, meaning), severity_of, parse_kind
     row         AlertRow (as stored, marked muted or not when read), NewAlert
-    rules       alerts_for(answer, at): injection_blocked, cascade_triggered, consensus_failed
+    rules       alerts_for(answer, at): injection_blocked, cascade_triggered, consensus_failed, quorum_lost
     silences    Silence, matches, muting: a silence mutes notification, never detection (as Alertmanager)
     book        AlertBook(store, clock): record, alerts, acknowledge, silence, end_silence, silences,
                 is_muted, unacknowledged_counts

@@ -4,8 +4,10 @@ Severity says how soon an operator should look, not how sure the engine is:
 - CRITICAL: an agent is off work (auto_quarantine, agent_down) or one carried an attack the gateway
   stopped (injection_blocked). The fleet is weaker or under attack now, even though nothing got through.
 - WARNING: the engine coped but something deserves a look: the cascade monitor fired and mitigated
-  (cascade_triggered), the engine abstained because its agents disagreed (consensus_failed), a score
-  fell fast (score_drop), an agent behaves unlike itself (behaviour_shift).
+  (cascade_triggered), the engine abstained because its agents disagreed (consensus_failed), a question
+  went ahead with fewer agents than its tier's quorum (quorum_lost: the answer or abstention rests on too
+  few independent sources; the agents behind it raise their own agent_down), a score fell fast
+  (score_drop), an agent behaves unlike itself (behaviour_shift).
 - INFO: for the record only. No kind is INFO today; the level exists so one can be added without
   pretending it is a warning.
 An unknown kind (a newer Quorum wrote it) is a WARNING: never hidden as info, never promoted to critical.
@@ -57,6 +59,10 @@ KINDS: Mapping[AlertKind, KindInfo] = MappingProxyType({
     AlertKind.CONSENSUS_FAILED: KindInfo(
         "no consensus", Severity.WARNING,
         "The engine gave no answer because its generators or retrievers did not agree."),
+    AlertKind.QUORUM_LOST: KindInfo(
+        "quorum lost", Severity.WARNING,
+        "Too few retrievers or generators answered for the tier's quorum; the engine went on with those it had "
+        "and said so in the answer's reason."),
     AlertKind.SCORE_DROP: KindInfo(
         "score drop", Severity.WARNING, "The agent lost much of its score on one question."),
     AlertKind.BEHAVIOUR_SHIFT: KindInfo(

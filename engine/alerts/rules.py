@@ -19,6 +19,11 @@ consensus_failed    the verdict is ABSTAINED or NO_ANSWER because agents did not
                     Agent "": a disagreement is nobody's fault by itself. Not raised for weak support
                     with no rival (the reputation book weighs that), for agents that did not reply
                     (agent_down), nor when the cascade monitor halted the question (cascade_triggered).
+quorum_lost         the answer's participation says a quorum did not hold (engine.participation: fewer
+                    retrievers or generators answered than the tier needs), whatever the verdict. Agent "":
+                    the agents that failed each raise agent_down from the reputation book after
+                    down_after_errors failures in a row; the message says how many of each role answered
+                    and how the others failed. Answers without participation (built by hand) raise none.
 Messages quote agents' text only as a short excerpt, made plain (engine.alerts.plain).
 """
 from __future__ import annotations
@@ -28,8 +33,9 @@ from typing import Iterable
 
 from ..config import GenerationSettings
 from ..gateway.report import GatewayFlag
+from ..participation import shortfall
 from ..reputation.events import AlertKind
-from ..types import Answer, Verdict
+from ..types import Answer, CallStatus, Verdict
 from .plain import plain
 from .row import NewAlert
 
@@ -40,9 +46,9 @@ MAX_ITEMS = 3
 
 
 def alerts_for(answer: Answer, at: float, min_support: float = DEFAULT_MIN_SUPPORT) -> tuple[NewAlert, ...]:
-    """Every alert the answer raises, in the order: injections, cascade, consensus."""
+    """Every alert the answer raises, in the order: injections, cascade, consensus, quorum."""
     return (*injection_alerts(answer, at), *cascade_alerts(answer, at),
-            *consensus_alerts(answer, at, min_support))
+            *consensus_alerts(answer, at, min_support), *quorum_alerts(answer, at))
 
 
 # --- injection_blocked -------------------------------------------------------------------------
@@ -130,6 +136,18 @@ def _retrievers_disagree(answer: Answer) -> str:
     suspects = ", ".join(plain(s.agent_id, 40) for s in answer.suspects)
     return (f"{answer.verdict.value}: the retrievers returned {len(answer.excluded)} passage(s) but none was "
             f"corroborated enough to use ({why})" + (f"; reported: {suspects}" if suspects else ""))
+
+
+# --- quorum_lost -------------------------------------------------------------------------------
+def quorum_alerts(answer: Answer, at: float) -> tuple[NewAlert, ...]:
+    part = answer.participation
+    if part is None or part.quorum_held:
+        return ()
+    failing = _unique(plain(o.agent_id, 40) for o in answer.agents if o.status is not CallStatus.OK)
+    who = f"; no reply from {', '.join(failing[:MAX_ITEMS * 2])}{' …' if len(failing) > MAX_ITEMS * 2 else ''}" \
+        if failing else ""
+    return (NewAlert(AlertKind.QUORUM_LOST, "", f"{answer.verdict.value}, {shortfall(part)}{who}",
+                     answer.trace_id, at),)
 
 
 def _unique(values: Iterable[str]) -> list[str]:

@@ -37,7 +37,7 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 def add_eval_parser(sub) -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluations on public data: retrieval poisoning (HotpotQA + PoisonedRAG), "
                                      "trusted generation (HotpotQA)")
-    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation,cascade,injection}")
+    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation,cascade,injection,faults}")
     commands.required = True
     convert = commands.add_parser("convert", help="write the poisoning cases as JSON Lines")
     _sources(convert)
@@ -79,7 +79,20 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
     _add_reputation_parser(commands)
     _add_cascade_parser(commands)
     _add_injection_parser(commands)
+    _add_faults_parser(commands)
     return ev
+
+
+def _add_faults_parser(commands) -> None:
+    faults = commands.add_parser("faults", help="a real fleet whose agents hang, drip, send malformed or oversized "
+                                                "replies, 5xx, die mid-reply and flap, at random rates: what took "
+                                                "part, quorum, latency, alerts, and leaks (issue #12)")
+    faults.add_argument("--questions", type=int, default=100, help="demo questions to ask, cycled (default 100)")
+    faults.add_argument("--seed", type=int, default=0, help="the faults' rates and seeds, and the question order")
+    faults.add_argument("--json", type=Path, help="write the summary here, with .md beside it "
+                                                  "(default: reports/faults/faults.json)")
+    faults.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    faults.add_argument("--cache-dir", type=Path, help="embedding cache and agent logs (default: the user cache dir)")
 
 
 def _add_injection_parser(commands) -> None:
@@ -166,6 +179,9 @@ def run_eval(args: argparse.Namespace) -> int:
         return _cascade(args)
     if args.eval_command == "injection":
         return _injection(args)
+    if args.eval_command == "faults":
+        from .faults import run
+        return run(args)
     return _retrieval(args)
 
 

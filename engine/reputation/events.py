@@ -23,6 +23,7 @@ class AlertKind(str, enum.Enum):
     INJECTION_BLOCKED = "injection_blocked"    # the gateway blocked a message an agent carried
     CASCADE_TRIGGERED = "cascade_triggered"    # the cascade monitor fired on a stage of a question
     CONSENSUS_FAILED = "consensus_failed"      # no answer because the generators or retrievers did not agree
+    QUORUM_LOST = "quorum_lost"                # too few retrievers or generators answered (engine.participation)
 
 
 @dataclass(frozen=True)
