@@ -132,6 +132,12 @@ def _wrap(path: Path, exc: Exception) -> StoreError:
     text = str(exc)
     if "disk is full" in text or "disk I/O" in text:
         return StoreError(f"{path}: the disk is full or failing ({text}); nothing after the last reported write was saved")
+    if "readonly" in text:
+        return StoreError(f"{path}: the database is read-only ({text}); this write was not saved, what was saved "
+                          "before is intact")
+    if "unable to open" in text:
+        return StoreError(f"{path}: cannot open the database ({text}): its folder may be read-only, missing or "
+                          "not writable by this user")
     return StoreError(f"{path}: {text}")
 
 
@@ -144,6 +150,7 @@ class Store:
 
     # --- lifecycle -------------------------------------------------------------------------
     def open_sync(self) -> None:
+        conn = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -153,6 +160,9 @@ class Store:
             self._db = sqlite_utils.Database(conn)
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
+            if conn is not None:        # a store that failed to open holds no file open
+                conn.close()
+                self._db = None
             raise _wrap(self.path, exc) from exc
 
     async def open(self) -> None:
@@ -220,7 +230,8 @@ class Store:
             try:
                 result = fn()
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:     # SQLite rolls back by itself on some errors (SQLITE_FULL): keep that error
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
             return result

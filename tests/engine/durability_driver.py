@@ -1,0 +1,105 @@
+"""The engine under load in its own process, for tests/engine/test_durability.py to kill with SIGKILL.
+
+`python tests/engine/durability_driver.py FLEET SETTINGS DB CACHE` starts the engine (main.py's headless
+path: Engine on a fleet of real agent processes), then runs at once: questions two at a time (high-risk ones
+wait in the approval queue), review decisions on the pending items, quarantine and release of one agent, and
+acknowledgements of open alerts. After each awaited write returns it prints one JSON line, "acknowledged":
+what was written and the audit chain's head (seq, hash) as this process then read it from the database. It
+stops by itself after MAX_SECONDS; the test kills it long before.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from engine import Engine, RiskTier, load_fleet, load_settings  # noqa: E402
+from engine.errors import InputError  # noqa: E402
+
+MAX_SECONDS = 60.0
+QUESTIONS = (("What are the moons of Mars?", RiskTier.HIGH), ("Who discovered the moons of Mars?", RiskTier.MEDIUM),
+             ("What is the largest moon of Saturn?", RiskTier.HIGH), ("How long is a day on Venus?", RiskTier.MEDIUM))
+
+
+def say(kind: str, **fields) -> None:
+    print(json.dumps({"ack": kind, **fields}), flush=True)
+
+
+async def head(engine: Engine) -> dict:
+    """The audit chain's last event and the score history's last row, read back after the write returned."""
+    def read() -> dict:
+        conn = engine.store.db.conn
+        seq, digest = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        trust = conn.execute("SELECT id, agent_id, score, state FROM trust_history ORDER BY id DESC LIMIT 1").fetchone()
+        return {"audit_seq": seq, "audit_hash": digest, "trust_row": list(trust) if trust else None}
+    return await engine.store.call(read)
+
+
+async def ask_forever(engine: Engine, lane: int, stop: float) -> None:
+    n = lane
+    while time.monotonic() < stop:
+        question, tier = QUESTIONS[n % len(QUESTIONS)]
+        answer = await engine.ask(question, tier)
+        item = await engine.review_item_for(answer.trace_id)
+        say("question", trace_id=answer.trace_id, review_item=item.id if item else None,
+            **await head(engine))
+        n += 2
+
+
+async def decide_forever(engine: Engine, stop: float) -> None:
+    approve = True
+    while time.monotonic() < stop:
+        pending = await engine.review.pending()
+        if not pending:
+            await asyncio.sleep(0.02)
+            continue
+        item = pending[0]
+        try:
+            decided = await engine.decide(item.id, approve, "alice", "verified against the cited sources" if approve
+                                          else "insufficient evidence")
+        except InputError:
+            continue
+        say("decision", item=decided.id, trace_id=decided.trace_id, status=decided.status.value,
+            **await head(engine))
+        approve = not approve
+
+
+async def quarantine_forever(engine: Engine, stop: float) -> None:
+    quarantined = False
+    while time.monotonic() < stop:
+        await asyncio.sleep(0.2)
+        if quarantined:
+            await engine.release("gen-b", "repaired", "bob")
+        else:
+            await engine.quarantine("gen-b", "drill", "bob")
+        quarantined = not quarantined
+        say("quarantine" if quarantined else "release", agent="gen-b", **await head(engine))
+
+
+async def acknowledge_forever(engine: Engine, stop: float) -> None:
+    while time.monotonic() < stop:
+        open_alerts = await engine.alerts_list(open_only=True, limit=50)
+        if not open_alerts:
+            await asyncio.sleep(0.05)
+            continue
+        row = await engine.acknowledge_alert(open_alerts[-1].id, "carol", "seen in the drill")
+        say("alert", alert=row.id, by=row.acknowledged_by, **await head(engine))
+
+
+async def main(fleet: Path, settings: Path, db: Path, cache: Path) -> None:
+    engine = Engine(load_fleet(fleet), load_settings(settings), db_path=db, cache_dir=cache)
+    async with engine:
+        print(json.dumps({"ready": True, "pids": {a: engine.launcher.pid(a) for a in engine.launcher.urls()}}),
+              flush=True)
+        stop = time.monotonic() + MAX_SECONDS
+        await asyncio.gather(ask_forever(engine, 0, stop), ask_forever(engine, 1, stop), decide_forever(engine, stop),
+                             quarantine_forever(engine, stop), acknowledge_forever(engine, stop))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*map(Path, sys.argv[1:5])))
