@@ -33,6 +33,9 @@ from .invisible import decode_tags, map_lookalikes, printable
 def _compile(source: str, cased: bool) -> re.Pattern[str]:
     """A literal space in a rule means "an optional whitespace character" (outside [...] classes), so
     rules also match text whose spaced-out letters were joined into one run ("ignoreallprevious")."""
+    # A word in a gap between cues is at most 40 characters: with the spaces optional, an unbounded [\w-]+ can
+    # split one long run of letters in quadratically many ways (36 KB of "i g n o r e" took 40 s).
+    source = source.replace(r"[\w-]+ ", r"[\w-]{1,40} ").replace(r"[\w'-]+ ", r"[\w'-]{1,40} ")
     out: list[str] = []
     in_class = escaped = False
     for ch in source:
