@@ -35,11 +35,10 @@ COMMAND_MODULES = {
     "alerts": "engine.alerts.cli",
     "audit": "engine.audit_cli",
     "screenshot": "console.gallery",
-    "bench": "console.bench_ui",       # Qt is imported only when it runs
 }
 
 
-COMMANDS = frozenset({"ask", "fleet", "review", "agents", "eval", *COMMAND_MODULES})
+COMMANDS = frozenset({"ask", "fleet", "review", "agents", "eval", "bench", *COMMAND_MODULES})
 
 
 def build_parser(commands: bool = True) -> argparse.ArgumentParser:
@@ -70,7 +69,15 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     add_eval_parser(sub)
     for module in COMMAND_MODULES.values():
         importlib.import_module(module).add_parser(sub)
+    _add_bench_parser(sub)
     return parser
+
+
+def _add_bench_parser(sub) -> None:
+    """bench and bench soak (engine.bench), and bench ui (console.bench_ui, whose Qt loads only when it runs)."""
+    from console.bench_ui import add_ui_parser
+    from engine.bench.cli import add_parser
+    add_ui_parser(add_parser(sub)[1])
 
 
 def default_operator() -> str:
@@ -163,7 +170,18 @@ def answer_json(answer) -> dict:
         "timings_ms": dict(answer.timings_ms),
         "stages": stages_json(answer),
         "cascade": cascade_json(answer.cascade),
+        "participation": participation_json(answer.participation),
     }
+
+
+def participation_json(part) -> dict | None:
+    """Per role: asked, answered, failed by status, needed, unavailable, held; and quorum_held (engine.participation)."""
+    from engine import to_jsonable
+    from engine.participation import summary
+    if part is None:
+        return None
+    return {"retrievers": to_jsonable(part.retrievers), "generators": to_jsonable(part.generators),
+            "quorum_held": part.quorum_held, "summary": summary(part)}
 
 
 def stages_json(answer) -> list[dict]:
@@ -332,10 +350,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "review":
             return _review(args)
         if args.command == "agents":
-            from engine.trust_cli import run_agents
+            from engine.trust_cli import PROTOCOL_ACTIONS, run_agents
+            if getattr(args, "agents_action", None) in PROTOCOL_ACTIONS:    # schema, check: no fleet file needed
+                return run_agents(args, None, None)
             return run_agents(args, *_load(args))
         if args.command == "eval":
             return _eval(args, from_command_line=argv is None)
+        if args.command == "bench":
+            module = "console.bench_ui" if args.bench_kind == "ui" else "engine.bench.cli"
+            return importlib.import_module(module).run(args)
         if args.command in COMMAND_MODULES:
             return importlib.import_module(COMMAND_MODULES[args.command]).run(args)
         from console.app import run_console

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.bench.measure import quantile as percentile
+
 _IMPORTED_AT = time.perf_counter()
 _MARKS: dict[str, float] = {"main.py built its parser": _IMPORTED_AT}     # startup moments, perf_counter
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -48,10 +50,8 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 _QT_LOOP = "run_forever (qasync/__init__.py"
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    bench = subparsers.add_parser("bench", help="benchmarks of the console: bench ui (event-loop stalls under "
-                                                "demo traffic, time to the first window)")
-    kinds = bench.add_subparsers(dest="bench_kind", required=True, metavar="{ui}")
+def add_ui_parser(kinds) -> argparse.ArgumentParser:
+    """`bench ui`, among the sub-commands of engine.bench.cli's `bench` parser."""
     ui = kinds.add_parser("ui", help="event-loop stalls (p50, p99, max) of the real console while demo traffic "
                                      "runs, and the time until the window is shown")
     ui.add_argument("--rate", type=float, default=5.0, help="demo questions a second (default 5)")
@@ -70,7 +70,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     ui.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="PATH",
                     help=f"where the JSON goes (default {DEFAULT_JSON.relative_to(PROJECT_ROOT)}); the Markdown "
                          "report goes beside it")
-    return bench
+    return ui
 
 
 def run(args) -> int:
@@ -127,14 +127,6 @@ def measure_window_shown(fleet_path: Path | None, tmp: Path, runs: int = STARTUP
                 process.kill()
                 process.wait()
     return times
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) by nearest rank; 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))]
 
 
 @dataclass
