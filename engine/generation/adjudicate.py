@@ -18,7 +18,7 @@ from ..config import GenerationSettings
 from ..text import coverage
 from ..types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
 from ..verify.dated import dated_conflict
-from ..verify.verifier import Verifier
+from ..verify.verifier import Judgement, Verifier
 from .claims import claims_to_check
 from .consistency import contradicts, mutual_agreement
 
@@ -45,6 +45,22 @@ async def check_claim(claim: Claim, evidence: Mapping[str, Chunk], verifier: Ver
                       judgement.label, judgement.score, origin, judgement.ballots)
 
 
+class JudgedOnce:
+    """A verifier that judges each (claim, evidence) once per question: generators that state the same claim
+    on the same passages (extractive ones often do) share one judgement, and one round trip to each verifier."""
+
+    def __init__(self, verifier: Verifier) -> None:
+        self.verifier = verifier
+        self.name = verifier.name
+        self._judged: dict[tuple, asyncio.Future] = {}
+
+    def judge(self, claim: str, evidence, trace_id: str = "") -> "asyncio.Future[Judgement]":
+        key = (claim, tuple((c.id, c.text) for c in evidence))
+        if key not in self._judged:
+            self._judged[key] = asyncio.ensure_future(self.verifier.judge(claim, evidence, trace_id))
+        return self._judged[key]
+
+
 def credibility(support: float, consistency: float, reputation: float, s: GenerationSettings) -> float:
     """The one formula that ranks answers; its weights live in config/engine.toml [generation]."""
     total = s.weight_support + s.weight_consistency + s.weight_reputation or 1.0
@@ -60,10 +76,12 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     if not answered:
         return Decision(Verdict.NO_ANSWER, None, (), "no generator produced an answer")
     reputations = reputations or {}
-    checks: dict[str, tuple[ClaimCheck, ...]] = {}
-    for agent, gen in answered.items():
-        checks[agent] = tuple(await asyncio.gather(*(check_claim(claim, evidence, verifier, origin, trace_id)
-                                                     for claim, origin in claims_to_check(gen))))
+    # Every generator's claims at once: the verifiers' round trips overlap instead of queueing per generator.
+    once = JudgedOnce(verifier)
+    checked = await asyncio.gather(*(asyncio.gather(*(check_claim(claim, evidence, once, origin, trace_id)
+                                                      for claim, origin in claims_to_check(gen)))
+                                     for gen in answered.values()))
+    checks: dict[str, tuple[ClaimCheck, ...]] = {agent: tuple(c) for agent, c in zip(answered, checked)}
     stated = {agent: [c.claim.text for c in checks[agent]] for agent in answered}
     candidates = []
     for agent, gen in answered.items():
