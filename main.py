@@ -61,6 +61,9 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     _common(ask)
     fleet = sub.add_parser("fleet", help="run the built-in agents")
     fleet.add_argument("action", choices=["up"])
+    fleet.add_argument("--unsigned", action="store_true",
+                       help="run built-in agents without a configured key unsigned, so other clients on this machine "
+                            "(curl, `agents check`) can call them; by default each has a new key for this run only")
     _common(fleet)
     _add_review_parser(sub)
     from engine.trust_cli import add_agents_parser
@@ -242,13 +245,17 @@ async def _fleet_up(args) -> int:
             if view.state in (AgentState.UP, AgentState.DOWN):
                 print(f"{view.spec.id:<16} {view.state.value:<5} {view.url or view.detail}", flush=True)
 
-    engine = Engine(fleet, settings, db_path=args.db)
+    engine = Engine(fleet, settings, db_path=args.db, per_run_keys=not args.unsigned)
     engine.subscribe(show)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with engine:
+        keyed = sorted(a.id for a in fleet.agents if a.builtin and a.enabled and a.id in engine.keyring)
+        if keyed:
+            print(f"Signed with keys for this run only (other clients get 401; --unsigned serves them without): "
+                  f"{', '.join(keyed)}", flush=True)
         print("Fleet is up; Ctrl-C stops it.", flush=True)
         await stop.wait()
     print("Fleet stopped.")

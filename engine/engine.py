@@ -67,7 +67,9 @@ class Engine:
 
     def __init__(self, fleet: FleetConfig, settings: EngineSettings, db_path: Path | None = None,
                  cache_dir: Path | None = None, *, launch: bool = True,
-                 transport: httpx.AsyncBaseTransport | None = None, clock: Callable[[], float] = time.time) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, clock: Callable[[], float] = time.time,
+                 per_run_keys: bool = True) -> None:
+        """per_run_keys=False: built-in agents without a configured key run unsigned (see Keyring)."""
         self.fleet = fleet
         self.settings = settings
         self.clock = clock
@@ -80,7 +82,7 @@ class Engine:
         self.registry = AgentRegistry(fleet, trust=self.trust, clock=clock, slow=SlowRule.from_limits(settings.limits))
         # Each agent's key for this run (engine.agents.auth): read from where the fleet file says at start,
         # or made new per launch for built-in agents; the client signs and checks with the same ring.
-        self.keyring = Keyring()
+        self.keyring = Keyring(per_run=per_run_keys)
         self.client = AgentClient(settings.limits, transport=transport, keyring=self.keyring)
         self.launcher = (FleetLauncher(fleet, self.cache_dir, on_state=self._on_agent_state, keyring=self.keyring)
                          if launch else None)

@@ -178,8 +178,11 @@ class Keyring:
     """Each agent's key for this run: loaded from where the fleet file says (external agents, and built-in
     ones given a source), or made new at every launch (built-in agents without one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, per_run: bool = True) -> None:
+        """per_run=False: built-in agents without a configured key run unsigned (`main.py fleet up --unsigned`,
+        so other clients on this machine can call them)."""
         self._keys: dict[str, bytes] = {}
+        self.per_run = per_run
 
     def __repr__(self) -> str:      # ids only: a keyring in a log or a traceback shows no key
         return f"Keyring(agents={sorted(self._keys)})"
@@ -190,13 +193,16 @@ class Keyring:
             if spec.enabled and spec.security.keyed:
                 self._keys[spec.id] = load_key(str(fleet.path), f"agents[{index}] ({spec.id})", spec, environ)
 
-    def key_for_launch(self, fleet, spec: AgentSpec) -> bytes:
-        """A built-in agent's key for the process about to start: its configured one, else a new random one."""
+    def key_for_launch(self, fleet, spec: AgentSpec) -> bytes | None:
+        """A built-in agent's key for the process about to start: its configured one, else a new random one
+        (None, unsigned, when keys are not made per run)."""
         if spec.security.keyed:
             if spec.id not in self._keys:
                 index = fleet.agents.index(spec)
                 self._keys[spec.id] = load_key(str(fleet.path), f"agents[{index}] ({spec.id})", spec)
             return self._keys[spec.id]
+        if not self.per_run:
+            return None
         self._keys[spec.id] = secrets.token_bytes(MIN_KEY_BYTES)
         return self._keys[spec.id]
 

@@ -86,8 +86,8 @@ class FleetLauncher:
         for spec in self.builtin_agents():
             log_path = log_dir / f"{spec.id}.log"
             try:
-                child_env = env if self.keyring is None else {
-                    **env, CHILD_KEY_ENV: self.keyring.key_for_launch(self.fleet, spec).hex()}
+                key = self.keyring.key_for_launch(self.fleet, spec) if self.keyring is not None else None
+                child_env = env if key is None else {**env, CHILD_KEY_ENV: key.hex()}
             except ConfigError:
                 await self.stop()
                 raise

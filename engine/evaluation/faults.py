@@ -26,6 +26,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..bench.measure import open_fds, processes_naming
+
 EXIT_OK, EXIT_FAILURE = 0, 1
 DEFAULT_JSON = Path("reports/faults/faults.json")
 DEADLINE_S = 2.0         # every agent's timeout_s: hang and drip are past it
@@ -72,23 +74,6 @@ def _agent(agent_id: str, role: str, backend: str, fault: str) -> str:
         timeout_s = {DEADLINE_S}
         {fault}
         """)
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def processes_naming(marker: str) -> list[int]:
-    """Processes whose command line names `marker` (this run's fleet file): agents, flap sleepers."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                if marker.encode() in fh.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
 
 
 def _quantile(values: list[float], q: float) -> float | None:

@@ -35,3 +35,18 @@ async def test_an_agent_that_cannot_sign_as_itself_is_a_bad_reply_not_a_failed_q
     assert any("signature does not match" in e.payload.get("error", "") for e in events)
     assert errors_in_row == 1
     assert all(second_run[a] != first_run[a] for a in first_run)
+
+
+async def test_fleet_up_unsigned_serves_built_in_agents_any_local_client_can_call(small_fleet_file, db_path,
+                                                                                 cache_dir):
+    """`main.py fleet up --unsigned`: no per-run keys, so curl or `agents check` get answers; the engine too."""
+    engine = Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir,
+                    per_run_keys=False)
+    async with engine:
+        assert not any(a.id in engine.keyring for a in engine.fleet.agents)
+        async with httpx.AsyncClient() as local:
+            reply = await local.post(f"{engine.registry.get('ret-bm25').url}/retrieve",
+                                     json={"query": "moons of Mars", "k": 3})
+        answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+    assert reply.status_code == 200 and reply.json()["chunks"]
+    assert answer.verdict is Verdict.ANSWERED and "Phobos" in answer.answer

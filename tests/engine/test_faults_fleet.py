@@ -7,13 +7,13 @@ kinds, one retriever per fault, two honest generators and one that answers HTTP 
 from __future__ import annotations
 
 import asyncio
-import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from engine import AgentState, CallStatus, Engine, RiskTier, Verdict, load_fleet, load_settings
+from engine.bench.measure import open_fds, processes_naming
 from engine.participation import shortfall, summary
 
 from ..conftest import TEST_CORPUS
@@ -55,23 +55,6 @@ def fault_fleet(tmp_path: Path) -> Path:
     path = tmp_path / "fleet.toml"
     path.write_text(text)
     return path
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def processes_naming(marker: str) -> list[int]:
-    """Processes whose command line names `marker` (the test's fleet file): agents and flap sleepers."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                if marker.encode() in fh.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
 
 
 async def settled(engine: Engine) -> set[asyncio.Task]:
