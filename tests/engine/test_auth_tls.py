@@ -1,7 +1,6 @@
 """TLS to agents: the client verifies https (the agent's own CA bundle, or the system's), presents a client
 certificate for mTLS, and a certificate that does not verify is that agent's outcome, never a crash. The
 certificates are made in the test with the machine's openssl."""
-import asyncio
 import shutil
 import ssl
 import subprocess
@@ -9,20 +8,19 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from engine import CallStatus, load_fleet
 from engine.agents.auth import AgentAuthError, Keyring
 from engine.agents.client import AgentClient, outcome
 from engine.agents.launcher import FleetLauncher
 from engine.agents.retrievers import BM25Retriever
-from engine.agents.serve import bind_socket
 from engine.agents.server import build_app
 from engine.config import LimitSettings
 from engine.corpus import load_corpus
 from engine.types import AgentKind, AgentSecurity, AgentSpec, Role
 
 from ..conftest import TEST_CORPUS
+from ..serving import serving
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
                                 reason="no openssl on this machine to make test certificates with "
@@ -62,21 +60,9 @@ def pki(tmp_path_factory) -> Path:
 
 async def _serving(app, pki: Path, client_ca: str = ""):
     """A keyed retriever on https://127.0.0.1:<port> in this process; returns (url, stop)."""
-    sock = bind_socket("127.0.0.1", 0, allow_non_loopback=False)
     extra = {"ssl_ca_certs": str(pki / f"{client_ca}.pem"), "ssl_cert_reqs": ssl.CERT_REQUIRED} if client_ca else {}
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off",
-                                           ssl_certfile=str(pki / "server.pem"), ssl_keyfile=str(pki / "server.key"),
-                                           **extra))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        assert not task.done(), "the test server did not start"
-        await asyncio.sleep(0.02)
-
-    async def stop() -> None:
-        server.should_exit = True
-        await task
-        sock.close()
-    return f"https://127.0.0.1:{sock.getsockname()[1]}", stop
+    return await serving(app, scheme="https", ssl_certfile=str(pki / "server.pem"),
+                         ssl_keyfile=str(pki / "server.key"), **extra)
 
 
 def _spec(url: str, **security) -> AgentSpec:

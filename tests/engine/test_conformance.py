@@ -7,7 +7,6 @@ import sys
 import textwrap
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -21,6 +20,7 @@ from engine.config import PROJECT_ROOT
 from engine.types import Role
 
 from ..conftest import write_fleet
+from ..serving import serving
 
 VERIFIER = """
 [[agents]]
@@ -28,25 +28,6 @@ id = "ver-e5"
 role = "verifier"
 backend = "evidence-verifier"
 """
-
-
-async def serving(app):
-    """app on http://127.0.0.1:<free port> in this loop (real TCP); returns (url, stop)."""
-    # proto IPPROTO_TCP: only then does asyncio set TCP_NODELAY on the accepted connections (without it every
-    # reply on a kept-alive connection waits ~40 ms for the client's delayed ACK)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        assert not task.done(), "the test server did not start"
-        await asyncio.sleep(0.02)
-
-    async def stop() -> None:
-        server.should_exit = True
-        await task
-        sock.close()
-    return f"http://127.0.0.1:{sock.getsockname()[1]}", stop
 
 
 def health(role="retriever"):
