@@ -32,7 +32,7 @@ from .stages import steps
 from .stages.decompose import decompose
 from .stages.model import StageKind, StageResult, Trajectory
 from .stages.runner import Exclusions, StageRunner
-from .retrieval.secure import RetrievalResult, SecureRetrieval
+from .retrieval.secure import OPTIMISTIC, RetrievalResult, SecureRetrieval
 from .types import AgentKind, Answer, Chunk, Citation, ContextChunk, Event, RiskTier, Role, TrustLevel, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
@@ -241,9 +241,14 @@ class Pipeline:
             retrievers = [v for v in self._pick(Role.RETRIEVER, policy.retrievers, tier, trace_id)
                           if v.spec.id not in exclusions.agents]
             k = self.settings.retrieval.k_per_agent
+            # The question's vector is computed while the retrievers work (secure retrieval takes it).
+            ahead = (asyncio.create_task(asyncio.to_thread(self.secure.embed_question, query))
+                     if policy.retrieval_mode != OPTIMISTIC and retrievers else None)
             retrieved = await self._fan_out(trace_id, retrievers, lambda v: self.client.retrieve(
                 v.spec, v.url, query, k, trace_id))
             timings["retrieve"] = timings.get("retrieve", 0.0) + _ms(started)
+            if ahead is not None:
+                await ahead
             started = time.perf_counter()
             # Every passage passes the gateway as data from outside, whatever its retriever claims.
             trust = {v.spec.id: lowest(v.spec.trust, TrustLevel.EXTERNAL) for v in retrievers}

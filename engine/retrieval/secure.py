@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -75,11 +76,32 @@ class _Marks:
     unanswered: str = ""          # an echo was kept out and nothing independent answers the question
 
 
+AHEAD_KEPT = 64
+
+
 class SecureRetrieval:
     def __init__(self, settings: RetrievalSettings, embedder=None, today: dt.date | None = None) -> None:
         self.settings = settings
         self.embedder = embedder          # needed for the full mode only
         self.today = today or dt.date.today()
+        self._ahead: dict[str, np.ndarray] = {}     # question vectors computed while the retrievers work
+        self._ahead_lock = threading.Lock()
+
+    def embed_question(self, question: str) -> None:
+        """Computes the question's vector ahead of run() (the pipeline calls it while the retrievers work:
+        the model's time then hides behind theirs); run() takes it once."""
+        if self.embedder is None:
+            return
+        vector = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
+        with self._ahead_lock:
+            self._ahead[question] = vector
+            while len(self._ahead) > AHEAD_KEPT:       # a question whose run never came
+                self._ahead.pop(next(iter(self._ahead)))
+
+    def _question_vector(self, question: str) -> np.ndarray:
+        with self._ahead_lock:
+            ahead = self._ahead.pop(question, None)
+        return ahead if ahead is not None else np.asarray(self.embedder.embed_query(question), dtype=np.float32)
 
     def run(self, question: str, replies: Mapping[str, tuple[Chunk, ...]], *,
             reputations: Mapping[str, float] | None = None, kinds: Mapping[str, str] | None = None,
@@ -97,7 +119,7 @@ class SecureRetrieval:
         vectors = query_vec = None
         if mode in (FULL, STRICT) and passages and self.embedder is not None:
             vectors = np.asarray(self.embedder.embed_passages([p.chunk.text for p in passages]), dtype=np.float32)
-            query_vec = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
+            query_vec = self._question_vector(question)
         timings["embed"] = _ms(started)
 
         started = time.perf_counter()

@@ -206,3 +206,33 @@ def test_many_sources_repeating_one_story_are_the_mainstream_not_an_echo(secure)
     result = secure.run(QUESTION, {name: bios + (VOLCANO,) for name in ("a", "b", "c")})
     assert any(c.chunk.id.startswith("bio") for c in result.context)
     assert not any("echo" in c.explanation.flags for c in result.excluded) and not result.abstain_reason
+
+
+class CountingQueries:
+    """The real embedder, counting the question embeddings it is asked for."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.queries = inner, []
+        self.similarity_floor = getattr(inner, "similarity_floor", 0.0)
+
+    def embed_passages(self, texts):
+        return self.inner.embed_passages(texts)
+
+    def embed_query(self, text):
+        self.queries.append(text)
+        return self.inner.embed_query(text)
+
+
+def test_a_question_embedded_ahead_is_taken_once_and_gives_the_same_result(secure):
+    """The pipeline embeds the question while the retrievers work; run() must use that vector, once."""
+    replies = {"a": (MOONS, VOLCANO), "b": (MOONS, ROVER), "c": (MOONS, ORBIT)}
+    counting = CountingQueries(secure.embedder)
+    ahead = SecureRetrieval(secure.settings, counting)
+    ahead.embed_question(QUESTION)
+    first = ahead.run(QUESTION, replies)
+    assert counting.queries == [QUESTION]            # run() took the vector computed ahead
+    second = ahead.run(QUESTION, replies)
+    assert counting.queries == [QUESTION, QUESTION]  # ... once: the next run embeds again
+    plain = secure.run(QUESTION, replies)
+    assert ids(first.context) == ids(second.context) == ids(plain.context)
+    assert [c.score for c in first.context] == [c.score for c in plain.context]
