@@ -1,6 +1,7 @@
 """Small, dependency-free text helpers shared by the generator and the evidence checks."""
 from __future__ import annotations
 
+import functools
 import re
 
 STOPWORDS = frozenset("""
@@ -17,12 +18,24 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 def words(text: str) -> list[str]:
-    return [w.lower().strip(".'") for w in _WORD.findall(text)]
+    return list(_words(text))
 
 
 def content_words(text: str) -> list[str]:
     """Lower-cased words without stop words; the unit of overlap and coverage checks."""
-    return [w for w in words(text) if w and w not in STOPWORDS]
+    return list(_content_words(text))
+
+
+# The same passages and claims are split again by every check of a question (evidence, consistency, the
+# cascade monitors at each stage boundary): their words are kept, and callers get their own list.
+@functools.lru_cache(maxsize=8192)
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.lower().strip(".'") for w in _WORD.findall(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _content_words(text: str) -> tuple[str, ...]:
+    return tuple(w for w in _words(text) if w and w not in STOPWORDS)
 
 
 NEGATIONS = frozenset({"not", "no", "nor", "never", "none", "neither", "cannot", "without"})

@@ -135,7 +135,7 @@ class Monitors:
                 continue
             # Two sentences in the same frame about different things ("X is a South Korean boy group",
             # "Y is a South Korean boy group") are no contradiction: only a near-copy is.
-            if _word_order_similarity(st.text, sentence) < NEAR_COPY:
+            if _word_order_similarity(st.text, sentence, NEAR_COPY) < NEAR_COPY:
                 continue
             found = conflicts(st.text, sentence, capitals=mid_sentence_capitals([st.text, sentence]))
             if found:

@@ -13,6 +13,7 @@ the text treats it as one elsewhere). Consecutive names are one entity ("Perciva
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -86,8 +87,14 @@ def tokenize(text: str) -> list[Token]:
 
 def mid_sentence_capitals(texts: Iterable[str]) -> frozenset[str]:
     """Words a text capitalises where no sentence starts: the names it uses."""
-    return frozenset(t.lower for text in texts for t in tokenize(text)
-                     if not t.sentence_start and t.text[0].isupper())
+    return frozenset().union(*(_capitals_of(text) for text in texts))
+
+
+@functools.lru_cache(maxsize=4096)
+def _capitals_of(text: str) -> frozenset[str]:
+    """One text's mid-sentence capitals. Kept: the same passages are read again for every claim checked
+    against them and at every stage boundary, and tokenizing them was most of the cascade monitors' time."""
+    return frozenset(t.lower for t in tokenize(text) if not t.sentence_start and t.text[0].isupper())
 
 
 def entities(tokens: Sequence[Token], capitals: frozenset[str]) -> list[Entity]:

@@ -80,7 +80,8 @@ class EvidenceVerifier:
         # The sentence the claim copies word for word may embed far from it when a long name was
         # swapped in ("It has a What Are Little Boys Made Of number of 821"): word order finds it.
         if ranked:
-            order = [_word_order_similarity(claim, sentence) for sentence, _ in ranked]
+            # Only a copy (>= COPIED) is used below, so pairs that cannot reach it are not aligned.
+            order = [_word_order_similarity(claim, sentence, COPIED) for sentence, _ in ranked]
             copied = ranked[int(np.argmax(order))]
             if copied not in aligned and max(order) >= COPIED:
                 aligned.append((copied[0], max(copied[1], self.alignment)))
@@ -142,9 +143,14 @@ class EvidenceVerifier:
         return [(candidates[i], float(scores[i])) for i in order]
 
 
-def _word_order_similarity(a: str, b: str) -> float:
-    """difflib's ratio over the two texts' lower-cased words: how much of one is the other, in order."""
-    return SequenceMatcher(None, words(a), words(b), autojunk=False).ratio()
+def _word_order_similarity(a: str, b: str, at_least: float = 0.0) -> float:
+    """difflib's ratio over the two texts' lower-cased words: how much of one is the other, in order.
+    A pair whose bag of words alone puts the ratio under at_least gets 0.0 without the alignment itself,
+    which is most of a claim check's time against sentences that merely share a topic."""
+    matcher = SequenceMatcher(None, words(a), words(b), autojunk=False)
+    if at_least and matcher.quick_ratio() < at_least:      # an upper bound of ratio()
+        return 0.0
+    return matcher.ratio()
 
 
 def _short(text: str, limit: int = 120) -> str:
