@@ -7,10 +7,17 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# Fuzz tests (hypothesis) draw the same examples on every run, so a red CI is reproducible and never a roll of
+# the dice; HYPOTHESIS_PROFILE=explore draws new ones (and keeps failures in .hypothesis/) to look further.
+hypothesis_settings.register_profile("repeatable", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 DATA = Path(__file__).parent / "data"
 TEST_CORPUS = DATA / "corpus"

@@ -345,9 +345,10 @@ def sanitise(text: str) -> str:
     """The text without what `scan` flags: hidden format characters, bidi controls and tag characters
     removed, runs of variation selectors removed, and look-alikes in mixed-script words mapped to Latin."""
     hidden = _hidden_positions(text)
-    if hidden:
+    while hidden:     # a removal can orphan a selector that stood after the character removed: go again
         drop = {p for positions in hidden.values() for p in positions}
         text = "".join(c for i, c in enumerate(text) if i not in drop)
+        hidden = _hidden_positions(text)
     mixed = mixed_script_words(text)
     if mixed:
         parts: list[str] = []
