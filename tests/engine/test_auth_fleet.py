@@ -5,10 +5,12 @@ import httpx
 from engine import CallStatus, Engine, RiskTier, Verdict, load_fleet, load_settings
 from engine.store.audit_log import AuditFilter
 
+from ..conftest import FAST_SETTINGS
+
 
 async def test_an_agent_that_cannot_sign_as_itself_is_a_bad_reply_not_a_failed_question(small_fleet_file, db_path,
                                                                                           cache_dir):
-    engine = Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir)
+    engine = Engine(load_fleet(small_fleet_file), load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir)
     async with engine:
         first_run = {a.id: engine.keyring.get(a.id) for a in engine.fleet.agents}
         assert all(first_run.values())
@@ -40,7 +42,7 @@ async def test_an_agent_that_cannot_sign_as_itself_is_a_bad_reply_not_a_failed_q
 async def test_fleet_up_unsigned_serves_built_in_agents_any_local_client_can_call(small_fleet_file, db_path,
                                                                                  cache_dir):
     """`main.py fleet up --unsigned`: no per-run keys, so curl or `agents check` get answers; the engine too."""
-    engine = Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir,
+    engine = Engine(load_fleet(small_fleet_file), load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir,
                     per_run_keys=False)
     async with engine:
         assert not any(a.id in engine.keyring for a in engine.fleet.agents)

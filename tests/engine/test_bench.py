@@ -15,7 +15,8 @@ from engine.bench.report import write_paths_report
 from engine.bench.soak import Sample, fleet_files, summarise
 from engine.types import AgentOutcome, CallStatus, Role
 
-FAST_SETTINGS = Path(__file__).resolve().parents[1] / "data" / "engine_fast.toml"
+from ..conftest import FAST_SETTINGS
+
 
 
 def test_quantile_is_the_nearest_rank():

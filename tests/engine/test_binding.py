@@ -13,7 +13,7 @@ from engine.config import PROJECT_ROOT, is_loopback
 from engine.errors import ConfigError
 from engine.types import AgentKind, AgentSecurity, AgentSpec, Role
 
-from ..conftest import TEST_CORPUS
+from ..conftest import FAST_SETTINGS, TEST_CORPUS
 
 GENERATOR = """
 [[agents]]
@@ -171,7 +171,7 @@ async def test_a_missing_key_stops_the_engine_before_it_opens_anything(tmp_path,
     from engine import Engine, load_settings
     monkeypatch.delenv("QUORUM_TEST_MISSING_KEY", raising=False)
     fleet = load_fleet(fleet_file(tmp_path, 'backend = "bm25"\nkey_env = "QUORUM_TEST_MISSING_KEY"'))
-    engine = Engine(fleet, load_settings(), db_path=db_path, cache_dir=cache_dir)
+    engine = Engine(fleet, load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir)
     with pytest.raises(ConfigError) as caught:
         await engine.start()
     assert caught.value.key == "agents[0] (ret).key_env" and "QUORUM_TEST_MISSING_KEY is not set" in caught.value.reason

@@ -11,7 +11,7 @@ import sqlite3
 import main as cli
 from engine import CallStatus, Engine, RiskTier, load_fleet, load_settings
 
-from ..conftest import write_fleet
+from ..conftest import FAST_SETTINGS, write_fleet
 
 ENV_KEY = bytes.fromhex("5e" * 16 + "c7" * 16)
 FILE_KEY = bytes.fromhex("a1" * 16 + "9d" * 16)
@@ -53,7 +53,7 @@ def test_no_key_is_in_logs_database_exports_or_json(tmp_path, db_path, cache_dir
     caplog.set_level(logging.DEBUG)
 
     async def run():
-        engine = Engine(load_fleet(fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir)
+        engine = Engine(load_fleet(fleet_file), load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir)
         async with engine:
             answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
             keys = {agent_id: engine.keyring.get(agent_id) for agent_id in (a.id for a in engine.fleet.agents)}

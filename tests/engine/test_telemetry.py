@@ -20,7 +20,7 @@ from engine.stages.model import StageKind
 from engine.telemetry import TelemetrySettings
 from engine.types import AgentOutcome, Event, Role
 
-from ..conftest import write_fleet
+from ..conftest import FAST_SETTINGS, write_fleet
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="traces out need the OpenTelemetry packages")
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
@@ -64,7 +64,7 @@ def every_value(spans) -> list[str]:
 
 
 async def test_a_question_is_one_trace_of_its_stages_and_agent_calls(tmp_path, db_path, cache_dir):
-    engine = Engine(load_fleet(write_fleet(tmp_path, SLOW_RETRIEVER)), load_settings(), db_path=db_path,
+    engine = Engine(load_fleet(write_fleet(tmp_path, SLOW_RETRIEVER)), load_settings(FAST_SETTINGS), db_path=db_path,
                     cache_dir=cache_dir)
     memory = in_memory(engine)
     async with engine:
@@ -124,7 +124,7 @@ async def test_a_question_is_one_trace_of_its_stages_and_agent_calls(tmp_path, d
 
 async def test_a_cancelled_question_ends_its_trace_with_errors(tmp_path, db_path, cache_dir):
     slow = SLOW_RETRIEVER.replace("timeout_s = 0.5", "timeout_s = 10.0")
-    engine = Engine(load_fleet(write_fleet(tmp_path, slow)), load_settings(), db_path=db_path, cache_dir=cache_dir)
+    engine = Engine(load_fleet(write_fleet(tmp_path, slow)), load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir)
     memory = in_memory(engine)
     retrieving = asyncio.Event()
     engine.subscribe(lambda e: retrieving.set() if isinstance(e, StageProgressed) and e.index == 1 else None)
@@ -282,7 +282,7 @@ def collector():
 
 
 def _engine(tmp_path, db_path, cache_dir, **telemetry) -> Engine:
-    settings = dataclasses.replace(load_settings(), telemetry=TelemetrySettings(enabled=True, **telemetry))
+    settings = dataclasses.replace(load_settings(FAST_SETTINGS), telemetry=TelemetrySettings(enabled=True, **telemetry))
     return Engine(load_fleet(write_fleet(tmp_path)), settings, db_path=db_path, cache_dir=cache_dir)
 
 
