@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..conftest import FAST_SETTINGS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -17,7 +19,7 @@ def run(*args, db, cache, timeout=120):
 
 def test_ask_json_then_audit_verify_then_tamper(small_fleet_file, db_path, cache_dir):
     out = run("ask", "Which spacecraft was the first to enter interstellar space?", "--json",
-              "--fleet", str(small_fleet_file), db=db_path, cache=cache_dir)
+              "--fleet", str(small_fleet_file), "--settings", str(FAST_SETTINGS), db=db_path, cache=cache_dir)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert "Voyager 1" in data["answer"] and data["verdict"] == "answered"
@@ -38,7 +40,8 @@ def test_ask_json_then_audit_verify_then_tamper(small_fleet_file, db_path, cache
 
 
 def test_human_readable_ask_says_how_many_agents_took_part(small_fleet_file, db_path, cache_dir):
-    out = run("ask", "What is the tallest volcano in the Solar System?", "--fleet", str(small_fleet_file),
+    out = run("ask", "What is the tallest volcano in the Solar System?", "--settings", str(FAST_SETTINGS),
+              "--fleet", str(small_fleet_file),
               db=db_path, cache=cache_dir)
     assert out.returncode == 0, out.stderr
     assert "Olympus Mons" in out.stdout
@@ -69,7 +72,8 @@ def test_fleet_up_serves_health_on_every_agent_until_interrupted(small_fleet_fil
 
     import httpx
     env = {**os.environ, "QUORUM_DB": str(db_path), "QUORUM_CACHE_DIR": str(cache_dir)}
-    proc = subprocess.Popen([sys.executable, "main.py", "fleet", "up", "--fleet", str(small_fleet_file)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "main.py", "fleet", "up", "--fleet", str(small_fleet_file),
+                             "--settings", str(FAST_SETTINGS)], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     urls = {}
     try:
@@ -117,7 +121,8 @@ def test_agents_list_quarantine_and_release_from_the_command_line(small_fleet_fi
     assert empty.returncode == 2 and "empty reason" in empty.stderr
 
     # The quarantined agent takes no part in a question asked meanwhile.
-    asked = run("ask", "What are the moons of Mars?", "--json", *fleet, db=db_path, cache=cache_dir)
+    asked = run("ask", "What are the moons of Mars?", "--json", "--settings", str(FAST_SETTINGS), *fleet,
+                db=db_path, cache=cache_dir)
     assert asked.returncode == 0, asked.stderr
     assert "gen-liar" not in {a["id"] for a in json.loads(asked.stdout)["agents"]}
 

@@ -20,6 +20,8 @@ from engine.store.db import MIGRATIONS, Store
 from engine.types import (AgentOutcome, Answer, CallStatus, Candidate, Citation, Claim, ClaimCheck, ClaimLabel,
                           Generation, Role)
 
+from ..conftest import FAST_SETTINGS
+
 ROOT = Path(__file__).resolve().parents[2]
 MOONS = "Mars has two small moons, Phobos and Deimos."
 
@@ -312,7 +314,8 @@ def test_review_list_without_a_database_is_empty_and_creates_nothing(tmp_path):
 
 
 def test_ask_on_a_high_risk_question_prints_the_review_item(small_fleet_file, db_path, cache_dir):
-    out = run_cli("ask", "What are the moons of Mars?", "--tier", "high", "--json", "--fleet", str(small_fleet_file),
+    out = run_cli("ask", "What are the moons of Mars?", "--tier", "high", "--json", "--settings", str(FAST_SETTINGS),
+                  "--fleet", str(small_fleet_file),
                   db=db_path, cache=cache_dir, timeout=120)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
