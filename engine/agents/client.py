@@ -59,6 +59,12 @@ class AgentClient:
             trust_env=False,   # agents are reached directly; a proxy setting must not reroute them
         )
 
+    def _timeout(self, spec: AgentSpec) -> httpx.Timeout:
+        """The agent's own deadline for every phase of its call: a client-wide read timeout shorter than
+        timeout_s (30 s was) would cut off an agent the fleet file gives longer, a slow local LLM among them.
+        The whole call is held to timeout_s by outcome(); connecting gets the shorter connect_timeout_s."""
+        return httpx.Timeout(spec.timeout_s, connect=min(self.limits.connect_timeout_s, spec.timeout_s))
+
     def _http_for(self, spec: AgentSpec) -> httpx.AsyncClient:
         """The client for this agent's TLS settings: the shared one, or one verifying with its own CA and
         presenting the engine's certificate (made on first use; an unreadable file is that call's outcome)."""
@@ -95,7 +101,8 @@ class AgentClient:
                                                             content)}
         try:
             http = self._http_for(spec)
-            async with http.stream("POST", url, content=content, headers=headers) as response:
+            async with http.stream("POST", url, content=content, headers=headers,
+                                   timeout=self._timeout(spec)) as response:
                 body = bytearray()
                 async for piece in response.aiter_bytes():
                     body.extend(piece)
