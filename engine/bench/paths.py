@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import platform
 import statistics
 import time
@@ -160,7 +161,7 @@ class PathBench:
 
     async def side_by_side(self, questions: Sequence[Question], rounds: int) -> dict[str, PathSamples]:
         samples = {path: PathSamples() for path in PATHS}
-        for i, q in enumerate(questions[:WARMUP_QUESTIONS]):
+        for q in questions[:WARMUP_QUESTIONS]:
             for path in PATHS:
                 await self.ask(path, q)
         self.progress(f"warm-up done ({min(WARMUP_QUESTIONS, len(questions))} questions on every path)")
@@ -249,5 +250,4 @@ async def run_paths(engine: Engine, questions: Sequence[Question], *, rounds: in
 
 
 def _cpus() -> int:
-    import os
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -86,15 +86,20 @@ def start_host(fleet_path: Path, cache_dir: Path, log_path: Path, timeout_s: flo
                                 "--cache-dir", str(cache_dir)], cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=log, text=True)
     log.close()
-    deadline = time.monotonic() + timeout_s
-    assert process.stdout is not None
-    for line in process.stdout:     # the host prints nothing else on stdout
-        if line.startswith(READY_PREFIX):
-            return process, json.loads(line[len(READY_PREFIX):])
-        if time.monotonic() > deadline:
-            break
+    # A host that hangs without a word would block the read below for ever: past the deadline it is killed,
+    # which closes its stdout and ends the read.
+    watchdog = threading.Timer(timeout_s, process.kill)
+    watchdog.start()
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:     # the host prints nothing else on stdout
+            if line.startswith(READY_PREFIX):
+                return process, json.loads(line[len(READY_PREFIX):])
+    finally:
+        watchdog.cancel()
     process.kill()
-    raise FleetError(f"the soak's agent host did not come up; see {log_path}")
+    process.wait()
+    raise FleetError(f"the soak's agent host did not come up within {timeout_s:g} s; see {log_path}")
 
 
 @dataclasses.dataclass(frozen=True)

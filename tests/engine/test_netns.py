@@ -187,51 +187,53 @@ async def ask(engine: Engine, question: str = "What are the moons of Mars?"):
     return await engine.ask(question, RiskTier.MEDIUM)
 
 
-async def test_a_partitioned_agent_times_out_within_its_deadline_and_answers_again_once_healed(tmp_path, link):
+@contextlib.asynccontextmanager
+async def engine_on_link(tmp_path: Path, link: Link):
+    """The remote agent in its namespace and an engine on this side that asks it among three local retrievers."""
     settings = tmp_path / "engine.toml"
     settings.write_text(SETTINGS)
     with remote_agent(tmp_path, link):
         engine = Engine(load_fleet(engine_fleet(tmp_path, link)), load_settings(settings), db_path=tmp_path / "q.db",
                         cache_dir=tmp_path / "cache")
         async with engine:
-            first = await ask(engine)
-            assert remote(first).status is CallStatus.OK and remote(first).n_items > 0
-            assert first.participation.retrievers.answered == 4
+            yield engine
 
-            link.partition(True)
-            cut = await ask(engine, "Who discovered the moons of Mars?")
-            assert remote(cut).status is CallStatus.TIMEOUT
-            assert remote(cut).latency_ms < 1500 + 500         # its own deadline, not the connection's 30 s
-            assert cut.verdict is Verdict.ANSWERED and "Asaph Hall" in cut.answer
-            part = cut.participation.retrievers
-            assert (part.answered, part.asked, dict(part.failed)) == (3, 4, {"timeout": 1})
-            assert cut.participation.quorum_held                 # 3 of 4 is a quorum at the medium tier
 
-            link.partition(False)
-            healed = None
-            for _ in range(20):                                  # the link's carrier takes a moment to return
-                healed = await ask(engine, "What is the largest moon of Saturn?")
-                if remote(healed).status is CallStatus.OK:
-                    break
-                await asyncio.sleep(0.25)
-            assert remote(healed).status is CallStatus.OK and healed.participation.retrievers.answered == 4
+async def test_a_partitioned_agent_times_out_within_its_deadline_and_answers_again_once_healed(tmp_path, link):
+    async with engine_on_link(tmp_path, link) as engine:
+        first = await ask(engine)
+        assert remote(first).status is CallStatus.OK and remote(first).n_items > 0
+        assert first.participation.retrievers.answered == 4
+
+        link.partition(True)
+        cut = await ask(engine, "Who discovered the moons of Mars?")
+        assert remote(cut).status is CallStatus.TIMEOUT
+        assert remote(cut).latency_ms < 1500 + 500         # its own deadline, not the connection's 30 s
+        assert cut.verdict is Verdict.ANSWERED and "Asaph Hall" in cut.answer
+        part = cut.participation.retrievers
+        assert (part.answered, part.asked, dict(part.failed)) == (3, 4, {"timeout": 1})
+        assert cut.participation.quorum_held                 # 3 of 4 is a quorum at the medium tier
+
+        link.partition(False)
+        healed = None
+        for _ in range(20):                                  # the link's carrier takes a moment to return
+            healed = await ask(engine, "What is the largest moon of Saturn?")
+            if remote(healed).status is CallStatus.OK:
+                break
+            await asyncio.sleep(0.25)
+        assert remote(healed).status is CallStatus.OK and healed.participation.retrievers.answered == 4
 
 
 async def test_delay_and_loss_on_the_link(tmp_path, link):
     why = link.netem("delay", "300ms")
     if why:
         pytest.skip(f"delay and loss not testable: {why}")
-    settings = tmp_path / "engine.toml"
-    settings.write_text(SETTINGS)
-    with remote_agent(tmp_path, link):
-        engine = Engine(load_fleet(engine_fleet(tmp_path, link)), load_settings(settings), db_path=tmp_path / "q.db",
-                        cache_dir=tmp_path / "cache")
-        async with engine:
-            slow = await ask(engine)
-            assert remote(slow).status is CallStatus.OK and remote(slow).latency_ms >= 300
-            assert link.netem("delay", "3s") == ""              # past the agent's 1.5 s deadline
-            late = await ask(engine, "Who discovered the moons of Mars?")
-            assert remote(late).status is CallStatus.TIMEOUT and late.verdict is Verdict.ANSWERED
-            assert link.netem("loss", "100%") == ""
-            lost = await ask(engine, "What is the largest moon of Saturn?")
-            assert remote(lost).status is CallStatus.TIMEOUT and lost.participation.quorum_held
+    async with engine_on_link(tmp_path, link) as engine:
+        slow = await ask(engine)
+        assert remote(slow).status is CallStatus.OK and remote(slow).latency_ms >= 300
+        assert link.netem("delay", "3s") == ""              # past the agent's 1.5 s deadline
+        late = await ask(engine, "Who discovered the moons of Mars?")
+        assert remote(late).status is CallStatus.TIMEOUT and late.verdict is Verdict.ANSWERED
+        assert link.netem("loss", "100%") == ""
+        lost = await ask(engine, "What is the largest moon of Saturn?")
+        assert remote(lost).status is CallStatus.TIMEOUT and lost.participation.quorum_held
