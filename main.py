@@ -34,6 +34,7 @@ COMMAND_MODULES = {
     "gateway": "engine.gateway.train_cli",
     "alerts": "engine.alerts.cli",
     "audit": "engine.audit_cli",
+    "llm": "engine.llm_cli",
     "screenshot": "console.gallery",
 }
 
@@ -127,7 +128,7 @@ def _print_answer(answer) -> None:
     print(f"Agents   : {answer.agents_ok(Role.RETRIEVER)} retrievers and {answer.agents_ok(Role.GENERATOR)} "
           f"generators answered")
     for agent in answer.agents:
-        note = f"  {agent.error}" if agent.error else ""
+        note = (f"  [{agent.mode}]" if agent.mode else "") + (f"  {agent.error}" if agent.error else "")
         print(f"  {agent.agent_id:<16} {agent.role.value:<9} {agent.status.value:<9} {agent.latency_ms:8.1f} ms{note}")
     print(f"Trace id : {answer.trace_id}")
 

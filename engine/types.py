@@ -23,6 +23,15 @@ class AgentKind(str, enum.Enum):
     OPENAI_CHAT = "openai-chat"
 
 
+class ChatDialect(str, enum.Enum):
+    """How an openai-chat agent's server is told the reply's JSON Schema (engine.agents.openai_chat)."""
+    AUTO = "auto"                   # asked of the server's /v1/models (owned_by), json-schema when it does not say
+    JSON_SCHEMA = "json-schema"     # response_format {"type": "json_schema", ...}: the OpenAI API, vLLM, llama.cpp
+    JSON_OBJECT_SCHEMA = "json-object-schema"   # response_format {"type": "json_object", "schema": ...}: llama-cpp-python
+    OLLAMA = "ollama"               # Ollama's own /api/chat with `format`: the schema
+    JSON_OBJECT = "json-object"     # JSON of any shape, checked against the schema after: the fallback
+
+
 class TrustLevel(str, enum.Enum):
     """Where a message came from; lower levels may never instruct higher ones."""
     SYSTEM = "SYSTEM"
@@ -44,6 +53,7 @@ class CallStatus(str, enum.Enum):
     MALFORMED = "malformed"
     TOO_LARGE = "too_large"
     ERROR = "error"
+    LATE = "late"            # no reply by the question's deadline: decided without it (its reply, if any, came after)
 
 
 class AgentState(str, enum.Enum):
@@ -128,7 +138,8 @@ class AgentSpec:
     permissions: tuple[str, ...] = ()
     fault: FaultProfile = FaultProfile()
     enabled: bool = True
-    model: str = ""              # openai-chat: model name at the endpoint
+    model: str = ""              # openai-chat: model name at the endpoint; llm-local: a GGUF path ("" = SmolLM2)
+    dialect: ChatDialect = ChatDialect.AUTO   # openai-chat: how the reply's schema is sent (see ChatDialect)
     timeout_s: float = 10.0
     port: int = 0                # 0 = any free port on 127.0.0.1
     security: AgentSecurity = AgentSecurity()   # binding, key source, TLS (see AgentSecurity)
@@ -187,6 +198,7 @@ class AgentOutcome:
     latency_ms: float
     error: str = ""
     n_items: int = 0
+    mode: str = ""               # openai-chat: the ChatDialect its request used ("" for the Quorum protocol)
 
 
 @dataclass(frozen=True)

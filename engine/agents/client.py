@@ -22,11 +22,12 @@ from typing import Any, Awaitable, Generic, TypeVar
 import httpx
 
 from ..config import LimitSettings
-from ..errors import AgentError, AgentProtocolError, AgentReplyTooLarge, AgentTimeout, AgentUnavailable
-from ..types import AgentKind, AgentOutcome, AgentSpec, CallStatus, Chunk, Generation
+from ..errors import (AgentError, AgentHttpStatus, AgentProtocolError, AgentReplyTooLarge, AgentTimeout,
+                      AgentUnavailable)
+from ..types import AgentKind, AgentOutcome, AgentSpec, CallStatus, ChatDialect, Chunk, Generation
 from .auth import (NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TRACE_HEADER, AgentAuthError, Keyring,
                    check_reply, new_nonce, request_signature)
-from .openai_chat import build_chat_request, parse_chat_reply
+from .openai_chat import MODELS_PATH, REFUSED_FORM, build_chat_request, dialect_from_models, parse_chat_reply
 from .protocol import chunk_to_json, loads, parse_challenge_reply, parse_chunks, parse_generation, parse_judgement
 
 T = TypeVar("T")
@@ -48,6 +49,7 @@ class AgentClient:
         self._transport = transport
         self._http = self._new_http(True)
         self._tls: dict[tuple[str, str, str], httpx.AsyncClient] = {}   # per (ca_file, client cert, key)
+        self._dialects: dict[str, ChatDialect] = {}   # openai-chat agents: the dialect their server takes
 
     def _new_http(self, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -115,7 +117,7 @@ class AgentClient:
                     text = bytes(body[:200]).decode(errors='replace')
                     if key is not None and response.status_code == 401:
                         raise AgentAuthError(spec.id, f"the agent refused the engine's signature: {text}")
-                    raise AgentProtocolError(spec.id, f"HTTP {response.status_code}: {text}")
+                    raise AgentHttpStatus(spec.id, response.status_code, text)
         except httpx.TimeoutException as exc:
             raise AgentTimeout(spec.id, f"timed out ({type(exc).__name__})") from None
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
@@ -140,12 +142,52 @@ class AgentClient:
         notes = tuple(Chunk(f"memory:{m.key}@v{m.version}", m.content, source=f"{spec.id}'s memory",
                             metadata={"trust": "TOOL", "carrier": f"memory:{spec.id}"}) for m in memory)
         if spec.kind is AgentKind.OPENAI_CHAT:
-            data = await self._post(spec, f"{url}/v1/chat/completions",
-                                    build_chat_request(spec.model, query, context, notes), trace_id)
-            return parse_chat_reply(spec.id, data)
+            return await self._chat(spec, url, query, context, notes, trace_id)
         payload = {"query": query, "context": [chunk_to_json(c) for c in context], "trace_id": trace_id,
                    **({"memory": [chunk_to_json(c) for c in notes]} if notes else {})}
         return parse_generation(spec.id, await self._post(spec, f"{url}/generate", payload, trace_id))
+
+    def mode_of(self, spec: AgentSpec) -> str:
+        """How the agent's replies are constrained, for its outcomes: its chat dialect ("" for the protocol)."""
+        if spec.kind is not AgentKind.OPENAI_CHAT:
+            return ""
+        return self._dialects.get(spec.id, spec.dialect).value
+
+    async def _chat(self, spec: AgentSpec, url: str, query: str, context: tuple[Chunk, ...],
+                    notes: tuple[Chunk, ...], trace_id: str) -> Generation:
+        dialect = await self._dialect(spec, url)
+        try:
+            return await self._chat_once(spec, url, query, context, notes, trace_id, dialect)
+        except AgentHttpStatus as exc:
+            if exc.http_status not in REFUSED_FORM or dialect is ChatDialect.JSON_OBJECT:
+                raise
+            logger.warning("agent %s refused the reply schema in dialect %s (%s); falling back to json-object",
+                           spec.id, dialect.value, exc.reason)
+        self._dialects[spec.id] = ChatDialect.JSON_OBJECT   # sticks: the server will not take the schema
+        return await self._chat_once(spec, url, query, context, notes, trace_id, ChatDialect.JSON_OBJECT)
+
+    async def _chat_once(self, spec: AgentSpec, url: str, query: str, context: tuple[Chunk, ...],
+                         notes: tuple[Chunk, ...], trace_id: str, dialect: ChatDialect) -> Generation:
+        request = build_chat_request(spec.model, query, context, notes, dialect)
+        data = await self._post(spec, url + request.path, request.body, trace_id, path=request.path)
+        return parse_chat_reply(spec.id, data, dialect)
+
+    async def _dialect(self, spec: AgentSpec, url: str) -> ChatDialect:
+        """The fleet file's dialect, or for `auto` what the server's /v1/models says (asked once; a server that
+        cannot be asked gets json-schema, the OpenAI API's own form, and is asked again next time)."""
+        if spec.id in self._dialects:
+            return self._dialects[spec.id]
+        if spec.dialect is not ChatDialect.AUTO:
+            self._dialects[spec.id] = spec.dialect
+            return spec.dialect
+        try:
+            response = await self._http_for(spec).get(url + MODELS_PATH, timeout=min(2.0, spec.timeout_s))
+            data = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return ChatDialect.JSON_SCHEMA
+        dialect = dialect_from_models(data) if data is not None else ChatDialect.JSON_SCHEMA
+        self._dialects[spec.id] = dialect
+        return dialect
 
     async def validate(self, spec: AgentSpec, url: str, claim: str, evidence: tuple[Chunk, ...], trace_id: str):
         """A verifier agent's judgement of one claim against its evidence: (label, score, reason)."""

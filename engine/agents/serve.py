@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         corpus = load_corpus(fleet.corpus_dir)
         if spec.role is Role.RETRIEVER:
             backend = build_retriever(spec.backend, corpus, args.cache_dir)
+        elif spec.backend == "llm-local":
+            from .llm_local import LocalLlmGenerator, model_path
+            backend = LocalLlmGenerator(model_path(spec.model, fleet.path.parent))
         elif spec.role is Role.GENERATOR:
             backend = ExtractiveGenerator()
         else:
@@ -117,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError:
         print(f"agent {args.agent!r} is not in {args.fleet}", file=sys.stderr)
         return 2
-    except (QuorumError, OSError) as exc:
+    except (QuorumError, OSError, RuntimeError, ValueError) as exc:   # RuntimeError: llm-local without its model
         print(f"agent {args.agent}: {exc}", file=sys.stderr)
         return 2
     asyncio.run(_serve(build_app(spec, backend, len(corpus.chunks), key=key), sock,

@@ -1,6 +1,7 @@
 """The HTTP face of a built-in agent (Starlette app, served by uvicorn on 127.0.0.1)."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 from starlette.applications import Starlette
@@ -12,6 +13,7 @@ from ..text import content_words
 from ..types import AgentSpec, ClaimLabel, FaultKind, Role
 from ..verify.sentences import rank_sentences
 from .extractive import ExtractiveGenerator
+from .llm_local import LocalLlmGenerator, ModelReplyNotJson
 from .faults import FaultInjector, flap_cycle, with_reply_faults, with_wire_faults
 from .protocol import (BadRequest, chunk_to_json, generation_to_json, loads, parse_claim_request,
                        parse_generate_request, parse_retrieve_request)
@@ -33,12 +35,18 @@ async def _json_body(request: Request) -> Any:
         raise BadRequest(f"body is not JSON ({exc})") from None
 
 
+class ModelFailed(Exception):
+    """The agent's model gave no usable reply (answered 502: the request was fine, the agent failed)."""
+
+
 def _guarded(handler: Callable) -> Callable:
     async def endpoint(request: Request) -> JSONResponse:
         try:
             return JSONResponse(await handler(request))
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except ModelFailed as exc:
+            return JSONResponse({"error": str(exc)}, status_code=502)
     return endpoint
 
 
@@ -61,6 +69,11 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
 
     async def generate(request: Request) -> dict:
         query, context, _trace = parse_generate_request(await _json_body(request))
+        if isinstance(backend, LocalLlmGenerator):    # the model's own reply, for the engine to judge
+            try:
+                return await asyncio.to_thread(backend.reply, query, context)
+            except ModelReplyNotJson as exc:
+                raise ModelFailed(str(exc)) from None
         lie = await faults.before_reply()
         if lie and spec.fault.kind is FaultKind.OMIT_BEST:
             ranked = rank_sentences(query, context)

@@ -128,8 +128,8 @@ def test_context_puts_only_system_text_in_the_system_role_and_wraps_passages_as_
     assert user.content.count(CLOSE) == 1 and user.content.count(OPEN) == 1    # the passage cannot close its block
     assert "trust=EXTERNAL via=ret-web" in user.content and "QUESTION (trust=USER)" in user.content
     request = build_chat_request("m", "When?", (evil,))
-    assert [m["role"] for m in request["messages"]] == ["system", "user"]
-    assert "obey me" not in request["messages"][0]["content"]
+    assert [m["role"] for m in request.body["messages"]] == ["system", "user"]
+    assert "obey me" not in request.body["messages"][0]["content"]
     assert defuse("a >> b") == "a &gt; &gt; b"
 
 
