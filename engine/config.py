@@ -58,6 +58,7 @@ class RetrievalSettings:
 @dataclass(frozen=True)
 class GenerationSettings:
     min_support: float = 0.8      # support rate an answer needs to be given without abstaining
+    free_text_min_support: float = 1.0   # ... an LLM's answer (AgentSpec.free_text): its words are its own, so all
     claim_coverage: float = 0.8   # share of a claim's content words its citations must contain
     answer_match: float = 0.5     # token overlap at which two answers count as the same answer
     alignment: float = 0.55       # cosine between a claim and its best evidence sentence to count as saying it
@@ -226,7 +227,8 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         telemetry=check_telemetry(file, _build_section(file, "telemetry", TelemetrySettings, data.get("telemetry", {}))),
         tiers=tiers,
     )
-    for section, key in (("generation", "min_support"), ("generation", "claim_coverage"),
+    for section, key in (("generation", "min_support"), ("generation", "free_text_min_support"),
+                         ("generation", "claim_coverage"),
                          ("generation", "answer_match"), ("generation", "alignment"), ("generation", "claim_match"),
                          ("generation", "weight_support"), ("generation", "weight_consistency"),
                          ("generation", "weight_reputation"), ("generation", "contest_margin"),

@@ -368,7 +368,8 @@ class Pipeline:
             decision = await adjudicate(question, replies,
                                         context_chunks, self.settings.generation, self._verifier(tier),
                                         embedder=self.secure.embedder, reputations=self._reputations(),
-                                        trace_id=trace_id)
+                                        trace_id=trace_id,
+                                        free_text=frozenset(v.spec.id for v in generators if v.spec.free_text))
             decision = await self._challenge(decision, context, trace_id)
             timings["adjudicate"] = _ms(started)
             hops.decision = decision

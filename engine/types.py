@@ -149,6 +149,11 @@ class AgentSpec:
         return bool(self.backend)
 
     @property
+    def free_text(self) -> bool:
+        """An LLM: it writes its own words, so its answer is held to every claim (free_text_min_support)."""
+        return self.kind is AgentKind.OPENAI_CHAT or self.backend == "llm-local"
+
+    @property
     def byzantine(self) -> bool:
         return self.fault.kind is not FaultKind.NONE
 

@@ -149,6 +149,8 @@ class AgentClient:
 
     def mode_of(self, spec: AgentSpec) -> str:
         """How the agent's replies are constrained, for its outcomes: its chat dialect ("" for the protocol)."""
+        if spec.backend == "llm-local":      # the built-in LLM always sends llama-cpp-python its schema this way
+            return ChatDialect.JSON_OBJECT_SCHEMA.value
         if spec.kind is not AgentKind.OPENAI_CHAT:
             return ""
         return self._dialects.get(spec.id, spec.dialect).value

@@ -85,7 +85,7 @@ class LocalLlmGenerator:
                 response_format={"type": "json_object", "schema": schema})
         content = completion["choices"][0]["message"]["content"] or ""
         try:
-            payload = json.loads(content)
+            payload = json.loads(content, strict=False)   # a raw newline in a string: the grammar lets it through
         except json.JSONDecodeError as exc:
             raise ModelReplyNotJson(f"the model's reply is not JSON ({exc.msg} at character {exc.pos} of "
                                     f"{len(content)}; finish: {completion['choices'][0].get('finish_reason')})") from None

@@ -29,7 +29,9 @@ SYSTEM_PROMPT = (
 
 MAX_CLAIMS = 5               # claims a model may make in one reply
 MAX_REASONING = 3            # reasoning steps
-MAX_TEXT_CHARS = 400         # an answer, a claim or a step
+MAX_TEXT_CHARS = 300         # a claim or a reasoning step
+MAX_ANSWER_CHARS = 200       # the answer: short, the claims carry the detail
+CONFIDENCE_STEPS = [round(step / 10, 1) for step in range(11)]
 MAX_REPLY_TOKENS = 768       # the bounded reply above fits in this with room to spare
 
 # The fields a model writes, in the order it writes them: the answer first, so a cut-off reply still fails
@@ -50,8 +52,7 @@ def reply_schema(citable: Sequence[str]) -> dict[str, Any]:
                     "properties": {f.name: inline(f.type, _bound(kind, f.name)) for f in fields},
                     "required": [f.name for f in fields], "additionalProperties": False}
         if isinstance(kind, schema.ListOf):
-            out = {"type": "array", "items": inline(kind.item, MAX_TEXT_CHARS), "maxItems": bound or MAX_CLAIMS}
-            return out
+            return {"type": "array", "items": inline(kind.item, MAX_TEXT_CHARS), "maxItems": bound or MAX_CLAIMS}
         out = schema.type_schema(kind, lambda o: "")
         out.pop("pattern", None)              # a regular expression is beyond some servers' grammars
         if isinstance(kind, schema.Text):
@@ -59,10 +60,15 @@ def reply_schema(citable: Sequence[str]) -> dict[str, Any]:
         return out
 
     reply = inline(schema.GENERATE_REPLY)
+    props = reply["properties"]
+    props["answer"]["maxLength"] = MAX_ANSWER_CHARS
+    # A grammar cannot bound a number, and a small model wrote confidence 1000: tenths are what it may say.
+    props["confidence"] = {"type": "number", "enum": CONFIDENCE_STEPS}
     ids = list(dict.fromkeys(citable))
-    citations = reply["properties"]["claims"]["items"]["properties"]["citations"]
-    citations["items"] = {"type": "string", "enum": ids} if ids else {"type": "string"}
-    citations["maxItems"] = min(len(ids), 3) if ids else 0
+    claim = props["claims"]["items"]["properties"]
+    claim["text"]["minLength"] = 1        # a claim says something, and cites at least one passage handed over
+    claim["citations"] |= ({"items": {"type": "string", "enum": ids}, "minItems": 1, "maxItems": min(len(ids), 3)}
+                           if ids else {"maxItems": 0})
     return reply
 
 
@@ -78,7 +84,7 @@ def parse_content(agent_id: str, content: Any) -> Generation:
     if text.startswith("```"):      # a model without a grammar may fence its JSON
         text = text.strip("`").removeprefix("json").strip()
     try:
-        payload = json.loads(text)
+        payload = json.loads(text, strict=False)     # raw control characters in a string: servers' grammars allow them
     except json.JSONDecodeError as exc:
         raise AgentProtocolError(agent_id, f"model did not reply with the protocol's JSON ({exc.msg} at "
                                            f"character {exc.pos})") from None

@@ -145,6 +145,11 @@ def _add_generation_parser(commands) -> None:
     gen.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
     gen.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     gen.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
+    gen.add_argument("--llm", action="store_true",
+                     help="add the LLM generator's row: the fleet's llm-local agent (run `make llm` first) or "
+                          "--llm-agent, on the demo questions and the HotpotQA questions (--limit)")
+    gen.add_argument("--llm-agent", metavar="ID", help="the LLM agent of the fleet file (llm-local or openai-chat)")
+    gen.add_argument("--fleet", type=Path, help="fleet file for --llm (default: config/fleet.toml)")
 
 
 def _add_reputation_parser(commands) -> None:
@@ -378,9 +383,14 @@ def _generation(args) -> int:
         run_settings["defense_source_changed_during_run"] = True
         print("warning: engine/generation, engine/verify or the settings file changed during the run", file=sys.stderr)
     generation_report.print_tables(result, sys.stdout)
+    llm = _llm_row(args, settings, questions, cache_dir) if args.llm else None
+    if llm is not None:
+        from .llm_row import print_row
+        print_row(llm["summary"], sys.stdout)
+        wall = run_settings["wall_time_s"] = round(time.perf_counter() - started, 1)
     if args.json:
         paths = generation_report.write_outputs(result, run_settings, args.json,
-                                                {q.id: q.question for q in questions})
+                                                {q.id: q.question for q in questions}, llm=llm)
         print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
     print(f"wall time {wall} s")
     errors = sum(len([r for r in rows if r.error]) for rows in result.rows.values())
@@ -389,6 +399,33 @@ def _generation(args) -> int:
               file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def _llm_row(args, settings, questions, cache_dir: Path) -> dict:
+    """The LLM generator on the demo questions and these HotpotQA questions (engine.evaluation.llm_row)."""
+    from ..config import load_fleet
+    from ..corpus import load_corpus
+    from ..demo import DEMO_QUESTIONS_PATH
+    from .data import read_jsonl
+    from .generation import GenerationEvaluation
+    from .llm_row import LlmRow, demo_questions, launch_and_run, pick_llm_agent, summarise
+    from .runner import Progress, real_embedders
+
+    fleet = load_fleet(args.fleet)
+    spec = pick_llm_agent(fleet, args.llm_agent)
+    progress = Progress()
+    demo = demo_questions(load_corpus(fleet.corpus_dir).chunks, read_jsonl(DEMO_QUESTIONS_PATH, "demo questions"))
+    kind = settings.retrieval.embedder
+    embedder = real_embedders([kind], cache_dir)[kind]
+    try:
+        preparer = GenerationEvaluation(settings.generation, embedder, k=args.k, seed=args.seed, profiles=())
+        items = [("demo", preparer.prepare(q)) for q in demo] + [("hotpotqa", preparer.prepare(q)) for q in questions]
+        progress(f"LLM row: {len(items)} questions prepared; starting {spec.id}", done=True)
+        cases = launch_and_run(fleet, spec, cache_dir / "llm-agent", lambda url: LlmRow(
+            spec, url, settings.generation, embedder, settings.limits, progress).run(items))
+    finally:
+        embedder.close()
+    return {"summary": summarise(cases, spec), "cases": [c.to_json() for c in cases]}
 
 
 REPUTATION_DEFENCE = ("reputation",)

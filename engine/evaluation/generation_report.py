@@ -165,9 +165,12 @@ def example_lines(result: GenerationResult, questions: Mapping[str, str]) -> lis
 
 
 def write_outputs(result: GenerationResult, settings: Mapping[str, Any], json_path: Path,
-                  questions: Mapping[str, str] | None = None) -> dict[str, Path]:
+                  questions: Mapping[str, str] | None = None, llm: Mapping[str, Any] | None = None) -> dict[str, Path]:
+    """llm: the LLM generator's row (engine.evaluation.llm_row), as `llm` in the JSON with its cases beside."""
     questions = questions or {}
     data = summary(result, settings)
+    if llm is not None:
+        data["llm"] = dict(llm["summary"])
     paths = output_paths(json_path, data)
 
     groups = list(result.profile_names)
@@ -218,6 +221,14 @@ def write_outputs(result: GenerationResult, settings: Mapping[str, Any], json_pa
               "## Challenge-response", "", CHALLENGE_NOTE, "",
               "## Chart", "", f"![liar's answer given, defence vs baseline, dev and test]({paths['svg'].name})", "",
               "## Examples", ""] + (example_lines(result, questions) or ["(nothing to show)", ""])
+    if llm is not None:
+        from .llm_row import markdown_lines
+        lines += markdown_lines(llm["summary"])
+        llm_cases = paths["json"].with_name(paths["json"].stem + ".llm.jsonl")
+        with llm_cases.open("w", encoding="utf-8") as fh:
+            for case in llm["cases"]:
+                fh.write(json.dumps(case, ensure_ascii=False) + "\n")
+        paths["llm_cases"] = llm_cases
     lines += ["## Metrics", ""] + [f"- **{key}**: {text}" for key, text in gm.LEGEND.items()]
     lines += ["", "## Settings", ""] + settings_lines(settings) + [
               "", f"Wall time: {', '.join(f'{k} {v} s' for k, v in result.timings_s.items())}", ""]

@@ -70,7 +70,10 @@ def credibility(support: float, consistency: float, reputation: float, s: Genera
 
 async def adjudicate(question: str, generations: Mapping[str, Generation], context: tuple[ContextChunk, ...],
                      settings: GenerationSettings, verifier: Verifier, *, embedder=None,
-                     reputations: Mapping[str, float] | None = None, trace_id: str = "") -> Decision:
+                     reputations: Mapping[str, float] | None = None, trace_id: str = "",
+                     free_text: frozenset[str] = frozenset()) -> Decision:
+    """free_text: generators (LLMs) whose answer may be given only with settings.free_text_min_support of its
+    claims supported (all, by default): it is still a position, shown, but never the answer with a claim short."""
     evidence = {c.chunk.id: c.chunk for c in context}
     answered = {agent: gen for agent, gen in generations.items() if gen.answer.strip()}
     if not answered:
@@ -98,7 +101,15 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     same_answer = {c.agent_id: sum(o.generation.answer.strip() == c.generation.answer.strip() for o in candidates)
                    for c in candidates}
     candidates.sort(key=lambda c: (-c.credibility, -same_answer[c.agent_id], c.agent_id))
-    best = candidates[0]
+    short = {c.agent_id for c in candidates
+             if c.agent_id in free_text and c.support_rate < settings.free_text_min_support}
+    eligible = [c for c in candidates if c.agent_id not in short]
+    if not eligible:
+        best = candidates[0]
+        return Decision(Verdict.ABSTAINED, None, tuple(candidates),
+                        f"no answer is supported by its evidence (best: {best.support_rate:.0%} of claims, "
+                        f"from an LLM whose every claim must be)")
+    best = eligible[0]
     if best.support_rate < settings.min_support:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no answer is supported by its evidence (best: {best.support_rate:.0%} of claims)")
@@ -108,12 +119,12 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     outdated: set[str] = set()
     if conflict is not None:
         outdated = {s.chunk_id for s in conflict.older}
-        best = _prefer_newer(best, candidates, conflict.newer.chunk_id, outdated, settings)
+        best = _prefer_newer(best, eligible, conflict.newer.chunk_id, outdated, settings)
     # A supported answer contests the best one when it states another fact about the same thing
     # and comes within contest_margin, or when nothing at all sets the two apart (equal credibility).
     # One that says something different but compatible (another true sentence) and is less
     # credible does not: two honest generators may quote different true sentences.
-    rivals = [c for c in candidates if c is not best and c.agent_id not in best.agreeing
+    rivals = [c for c in eligible if c is not best and c.agent_id not in best.agreeing
               and c.support_rate >= settings.min_support and not (outdated and _cites(c, outdated))
               and (c.credibility >= best.credibility
                    or (c.credibility >= best.credibility - settings.contest_margin
