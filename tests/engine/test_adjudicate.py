@@ -157,3 +157,24 @@ async def test_a_refutation_by_half_the_verifiers_does_not_wait_for_the_rest():
     assert judgement.label is ClaimLabel.REFUTED and "1 not awaited" in judgement.reason
     await asyncio.sleep(0)
     assert _Hanging.cancelled
+
+
+async def test_an_llms_answer_is_given_only_with_every_claim_supported(verifier):
+    """free_text (issue #13): five true claims and one invented pass min_support 0.8, but an LLM writes its own
+    words, so its answer stays a position; an extractive answer at the same support would be given."""
+    claims = (Claim(TRUE_MOONS, ("m#0",)), Claim("Mars has two small moons, Phobos and Deimos.", ("m#0",)),
+              Claim("Phobos and Deimos were discovered by Asaph Hall in 1877.", ("m#0",)),
+              Claim("Voyager 1 was launched in 1977.", ("v#0",)),
+              Claim("Voyager 1 left the heliosphere in 2012.", ("v#0",)),
+              Claim("Phobos is made of frozen methane.", ("m#0",)))
+    llm = Generation(answer=TRUE_MOONS, claims=claims, confidence=0.9)
+    plain = await adjudicate("What are the moons of Mars?", {"llm": llm}, CONTEXT, S, verifier)
+    assert plain.verdict is Verdict.ANSWERED and 0.8 <= plain.chosen.support_rate < 1.0
+    held = await adjudicate("What are the moons of Mars?", {"llm": llm}, CONTEXT, S, verifier,
+                            free_text=frozenset({"llm"}))
+    assert held.verdict is Verdict.ABSTAINED and held.chosen is None and "every claim" in held.reason
+    assert [c.agent_id for c in held.candidates] == ["llm"]          # still shown as a position
+    # Beside an honest extractive generator, the extractive answer is given and the LLM's is not.
+    both = await adjudicate("What are the moons of Mars?", {"llm": llm, "ext": gen(TRUE_MOONS, "m#0")}, CONTEXT, S,
+                            verifier, free_text=frozenset({"llm"}))
+    assert both.verdict is Verdict.ANSWERED and both.chosen.agent_id == "ext"
