@@ -196,7 +196,8 @@ def agent_line_colour(position: int) -> QColor:
 
 
 def call_status_colour(status: CallStatus) -> QColor:
-    return {CallStatus.OK: _current.good, CallStatus.TIMEOUT: _current.warn}.get(status, _current.bad)
+    return {CallStatus.OK: _current.good, CallStatus.TIMEOUT: _current.warn,
+            CallStatus.LATE: _current.warn}.get(status, _current.bad)
 
 
 def fault_colour(fault: FaultKind) -> QColor:

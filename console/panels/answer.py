@@ -32,6 +32,9 @@ OUTCOME_COLUMNS: tuple[Column[AgentOutcome], ...] = (
            bold=lambda o: True),
     Column("Latency (ms)", lambda o: f"{o.latency_ms:,.0f}", align=RIGHT),
     Column("Items", lambda o: str(o.n_items), align=RIGHT),
+    Column("Reply form", lambda o: o.mode, foreground=lambda o: style.tones().muted,
+           header_tooltip="An LLM agent's reply form: how its server was given the reply's JSON Schema (json-schema, "
+                          "json-object-schema, ollama), or json-object when it would not take one"),
     Column("Error", lambda o: o.error or "", foreground=lambda o: style.tones().bad, tooltip=lambda o: o.error),
 )
 

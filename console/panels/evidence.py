@@ -329,7 +329,7 @@ def outcome_html(outcome: AgentOutcome) -> str:
     parts = [f"<h3 style='margin:0'>{esc(outcome.agent_id)}</h3>",
              f"<p style='{style.fg('muted')}; margin-top:4px'>{outcome.role.value} · "
              f"<b style='color:{colour}'>{outcome.status.value}</b> · {outcome.latency_ms:,.0f} ms"
-             f" · {outcome.n_items} item(s)</p>"]
+             f" · {outcome.n_items} item(s)" + (f" · reply form {esc(outcome.mode)}" if outcome.mode else "") + "</p>"]
     if outcome.error:
         parts.append(f"<p style='white-space:pre-wrap; color:{style.tones().bad.name()}'>{esc(outcome.error)}</p>")
     return "".join(parts)

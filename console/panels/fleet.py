@@ -2,8 +2,9 @@
 
 Each row says who the agent is (id, role, kind, fault profile), its state in one word (up, slow, down,
 starting, stopped, disabled, or its standing in the reputation book: quarantined, probation), its trust
-score, and how it has answered lately: the median latency and the error rate of its last calls and when
-it last gave a usable reply ("12 s ago", refreshed every second while the panel is visible).
+score, how long it has been at work on the calls under way ("4.2 s"), and how it has answered lately: the
+median latency and the error rate of its last calls and when it last gave a usable reply ("12 s ago"); both
+times are refreshed every second while the panel is visible.
 
 An agent the latest answer names as a suspect carries a warning icon and a "suspected: …" detail until
 an answer no longer names it; only the rows whose mark changes are redrawn. "Quarantine…" and
@@ -163,8 +164,25 @@ def warning_icon() -> QIcon | None:
 SUSPECT_PREFIX = "⚠ suspected: "
 
 
+def at_work_text(view: AgentView, now: float) -> str:
+    """'4.2 s' on its oldest call under way ('2 calls · 4.2 s' for more), '' when it is idle."""
+    seconds = view.at_work_s(now)
+    if seconds is None:
+        return ""
+    elapsed = f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return elapsed if view.at_work == 1 else f"{view.at_work} calls · {elapsed}"
+
+
+def at_work_tooltip(view: AgentView) -> str:
+    if view.at_work_since is None:
+        return "Idle: no call to it under way"
+    return (f"{view.at_work} call(s) under way, the oldest sent at "
+            f"{time.strftime('%H:%M:%S', time.localtime(view.at_work_since))}; each ends at its timeout_s "
+            f"({view.spec.timeout_s:g} s), and a question past its tier's deadline is decided without it")
+
+
 def fleet_columns(clock: Clock = time.time) -> tuple[Column[AgentView], ...]:
-    """The table's columns; Last seen counts from `clock` (injected in tests)."""
+    """The table's columns; Last seen and At work count from `clock` (injected in tests)."""
     def last_seen(view: AgentView) -> str:
         return "—" if view.last_seen is None else age_text(clock() - view.last_seen)
 
@@ -185,6 +203,9 @@ def fleet_columns(clock: Clock = time.time) -> tuple[Column[AgentView], ...]:
         Column("Score", score_text, align=RIGHT, foreground=lambda v: style.trust_state_colour(v.trust_state),
                bold=lambda v: v.trust_state != "active", tooltip=standing_tooltip,
                header_tooltip="Trust score in the reputation book, 0 to 1: evidence from every question moves it"),
+        Column("At work", lambda v: at_work_text(v, clock()), align=RIGHT, tooltip=at_work_tooltip,
+               foreground=lambda v: style.tones().info if v.at_work else None,
+               header_tooltip="How long it has been working on the call it was sent first, while calls are under way"),
         Column("Latency p50 (ms)", latency_text, align=RIGHT,
                foreground=lambda v: style.tones().warn if v.slow_reason and v.state is AgentState.UP else None,
                tooltip=latency_tooltip,
@@ -203,6 +224,7 @@ FLEET_COLUMNS = fleet_columns()
 COLUMN_INDEX = {column.title: position for position, column in enumerate(FLEET_COLUMNS)}
 AGENT_COLUMN, STATE_COLUMN, SCORE_COLUMN = COLUMN_INDEX["Agent"], COLUMN_INDEX["State"], COLUMN_INDEX["Score"]
 LAST_SEEN_COLUMN, DETAIL_COLUMN = COLUMN_INDEX["Last seen"], COLUMN_INDEX["Detail"]
+AT_WORK_COLUMN = COLUMN_INDEX["At work"]
 
 
 def columns_with_suspects(suspects: dict[str, str], icon, clock: Clock = time.time) -> tuple[Column[AgentView], ...]:
@@ -420,10 +442,11 @@ class FleetPanel(ShownMixin, QWidget):
         layout.addWidget(self.header_row)
         layout.addWidget(self.table)
 
-        # Last seen says "12 s ago": redrawn every second, only while someone can see it.
+        # Last seen says "12 s ago" and At work "4.2 s": redrawn every second, only while someone can see it.
         self.age_timer = QTimer(self)
         self.age_timer.setInterval(1000)
         self.age_timer.timeout.connect(lambda: self.model.refresh_column(LAST_SEEN_COLUMN))
+        self.age_timer.timeout.connect(lambda: self.model.refresh_column(AT_WORK_COLUMN))
 
         fleet = service.fleet
         fleet.sig_agents_changed.connect(self.update_agents)

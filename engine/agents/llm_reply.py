@@ -27,12 +27,14 @@ SYSTEM_PROMPT = (
     "passage that states it. If no passage answers the question, give an empty answer and no claims."
 )
 
-MAX_CLAIMS = 5               # claims a model may make in one reply
-MAX_REASONING = 3            # reasoning steps
-MAX_TEXT_CHARS = 300         # a claim or a reasoning step
-MAX_ANSWER_CHARS = 200       # the answer: short, the claims carry the detail
+# Bounds on what a model may write: a small model repeats itself until a bound stops it, and every token costs
+# time on a CPU (SmolLM2-135M writes about 20 a second on two shared cores).
+MAX_CLAIMS = 3               # claims a model may make in one reply
+MAX_REASONING = 2            # reasoning steps
+MAX_TEXT_CHARS = 200         # a claim or a reasoning step
+MAX_ANSWER_CHARS = 150       # the answer: short, the claims carry the detail
 CONFIDENCE_STEPS = [round(step / 10, 1) for step in range(11)]
-MAX_REPLY_TOKENS = 768       # the bounded reply above fits in this with room to spare
+MAX_REPLY_TOKENS = 512       # the bounded reply above fits in this with room to spare
 
 # The fields a model writes, in the order it writes them: the answer first, so a cut-off reply still fails
 # whole rather than leaving claims without one.

