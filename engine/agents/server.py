@@ -54,6 +54,7 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
     """backend: a Retriever for retrievers, an ExtractiveGenerator for generators. key: the agent's key
     (engine.agents.auth): requests must then be signed by the engine, and every reply is signed."""
     faults = FaultInjector(spec.fault, cycle=flap_cycle())
+    model_turn = asyncio.Lock()      # llm-local: the model answers one request at a time
 
     async def health(request: Request) -> dict:
         return {"status": "ok", "id": spec.id, "role": spec.role.value, "backend": spec.backend,
@@ -70,10 +71,13 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
     async def generate(request: Request) -> dict:
         query, context, _trace = parse_generate_request(await _json_body(request))
         if isinstance(backend, LocalLlmGenerator):    # the model's own reply, for the engine to judge
-            try:
-                return await asyncio.to_thread(backend.reply, query, context)
-            except ModelReplyNotJson as exc:
-                raise ModelFailed(str(exc)) from None
+            async with model_turn:       # one at a time; a request whose caller gave up meanwhile is dropped
+                if await request.is_disconnected():
+                    raise ModelFailed("the caller went away while the request waited for the model")
+                try:
+                    return await asyncio.to_thread(backend.reply, query, context)
+                except ModelReplyNotJson as exc:
+                    raise ModelFailed(str(exc)) from None
         lie = await faults.before_reply()
         if lie and spec.fault.kind is FaultKind.OMIT_BEST:
             ranked = rank_sentences(query, context)

