@@ -10,7 +10,9 @@ between it and the three honest generators of the generation evaluation, with th
 Reported (`llm` in the JSON): valid_reply_rate (replies that pass the protocol, of all calls), claim_support_rate
 (its claims the verifier supports, of all it made in valid replies), given_rate (questions where its own answer
 was the one given), given_correct_rate (of those, how many contain the gold answer), unsupported_given (given LLM
-answers with a claim short of support: the target is 0), latency p50/p95 and the reply modes seen.
+answers with a claim short of support: the target is 0), latency p50/p95 and the reply modes seen; and under
+`alone` the same replies decided with no other generator (given, right, short of support), where the rule that
+holds an LLM to every claim is the only thing between its answer and the operator.
 """
 from __future__ import annotations
 
@@ -52,6 +54,10 @@ class LlmCase:
     unsupported_given: bool      # given with a claim short of support (the target is never)
     answer: str
     error: str = ""
+    # The same reply decided alone (no other generator): whether it was given, right, short of support.
+    alone_given: bool = False
+    alone_correct: bool = False
+    alone_unsupported_given: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -88,8 +94,13 @@ def demo_questions(corpus_chunks, rows: Sequence[dict]) -> list[Question]:
     return questions
 
 
-def judge_case(source: str, item: Prepared, gen_result, decision) -> LlmCase:
-    """One question's LLM call and the decision it went into, as the row counts it."""
+def _given(decision) -> bool:
+    return (decision is not None and decision.verdict is Verdict.ANSWERED and decision.chosen is not None
+            and decision.chosen.agent_id == LLM_ID)
+
+
+def judge_case(source: str, item: Prepared, gen_result, decision, alone=None) -> LlmCase:
+    """One question's LLM call and the decisions it went into (beside the honest generators, and alone)."""
     out = gen_result.outcome
     base = dict(source=source, id=item.question.id, split=item.split, status=out.status.value, mode=out.mode,
                 latency_ms=out.latency_ms, error=out.error)
@@ -97,12 +108,13 @@ def judge_case(source: str, item: Prepared, gen_result, decision) -> LlmCase:
         return LlmCase(**base, claims=0, supported=0, given=False, correct=False, unsupported_given=False, answer="")
     mine = next((c for c in decision.candidates if c.agent_id == LLM_ID), None)
     checks = mine.checks if mine else ()
-    given = (decision.verdict is Verdict.ANSWERED and decision.chosen is not None
-             and decision.chosen.agent_id == LLM_ID)
+    answer = gen_result.value.answer
+    right = contains_gold(answer, item.question.answers)
+    given, alone_given = _given(decision), _given(alone)
     return LlmCase(**base, claims=len(checks), supported=sum(c.supported for c in checks), given=given,
-                   correct=given and contains_gold(gen_result.value.answer, item.question.answers),
-                   unsupported_given=given and any(not c.supported for c in checks),
-                   answer=gen_result.value.answer)
+                   correct=given and right, unsupported_given=given and any(not c.supported for c in checks),
+                   answer=answer, alone_given=alone_given, alone_correct=alone_given and right,
+                   alone_unsupported_given=alone_given and any(not c.supported for c in alone.chosen.checks))
 
 
 class LlmRow:
@@ -116,6 +128,12 @@ class LlmRow:
         self.limits = limits
         self.progress = progress
 
+    async def _decide(self, item: Prepared, generations):
+        verifier = EvidenceVerifier(self.verifier_embedder, coverage=self.settings.claim_coverage,
+                                    alignment=self.settings.alignment)
+        return await adjudicate(item.question.question, generations, item.context, self.settings, verifier,
+                                embedder=self.verifier_embedder, free_text=frozenset({LLM_ID}))
+
     async def run(self, items: Sequence[tuple[str, Prepared]]) -> list[LlmCase]:
         client = AgentClient(self.limits)
         spec = dataclasses.replace(self.spec, id=LLM_ID)    # one id for the row, whichever agent it is
@@ -127,20 +145,24 @@ class LlmRow:
                                                              f"eval-llm-{item.question.id}"))
                 result = dataclasses.replace(result, outcome=dataclasses.replace(result.outcome,
                                                                                  mode=client.mode_of(spec)))
-                decision = None
+                decision = alone = None
                 if result.value is not None:
                     generations = {kind.value: gen for kind, gen in item.honest.items()} | {LLM_ID: result.value}
-                    verifier = EvidenceVerifier(self.verifier_embedder, coverage=self.settings.claim_coverage,
-                                                alignment=self.settings.alignment)
-                    decision = await adjudicate(item.question.question, generations, item.context, self.settings,
-                                                verifier, embedder=self.verifier_embedder,
-                                                free_text=frozenset({LLM_ID}))
-                cases.append(judge_case(source, item, result, decision))
+                    decision = await self._decide(item, generations)
+                    alone = await self._decide(item, {LLM_ID: result.value})
+                cases.append(judge_case(source, item, result, decision, alone))
                 self.progress(f"LLM row: question {number}/{len(items)} ({source}), {result.outcome.status.value} "
                               f"in {time.perf_counter() - started:.1f} s")
         finally:
             await client.aclose()
         return cases
+
+
+def _decided_alone(cases: Sequence[LlmCase]) -> dict[str, Any]:
+    given = [c for c in cases if c.alone_given]
+    return {"given_rate": round(len(given) / len(cases), 4) if cases else None,
+            "given_correct_rate": round(sum(c.alone_correct for c in given) / len(given), 4) if given else None,
+            "unsupported_given": sum(c.alone_unsupported_given for c in cases)}
 
 
 def summarise(cases: Sequence[LlmCase], spec: AgentSpec) -> dict[str, Any]:
@@ -170,6 +192,7 @@ def summarise(cases: Sequence[LlmCase], spec: AgentSpec) -> dict[str, Any]:
         "unsupported_given": sum(c.unsupported_given for c in cases),
         "latency_ms_p50": pct(50), "latency_ms_p95": pct(95),
         "errors": dict(Counter(c.error.split(":")[0][:80] for c in cases if c.error).most_common(5)),
+        "alone": _decided_alone(cases),
     }
 
 
@@ -184,6 +207,9 @@ def print_row(summary: dict[str, Any], stream) -> None:
                  f"right {cell(summary['given_correct_rate'])} · given with an unsupported claim "
                  f"{summary['unsupported_given']} · latency p50 {cell(summary['latency_ms_p50'])} ms, p95 "
                  f"{cell(summary['latency_ms_p95'])} ms\n")
+    alone = summary["alone"]
+    stream.write(f"  decided alone (no other generator): given {cell(alone['given_rate'])} · given and right "
+                 f"{cell(alone['given_correct_rate'])} · given with an unsupported claim {alone['unsupported_given']}\n")
     stream.write(f"  statuses {summary['statuses']} · modes {summary['modes']}\n")
 
 
@@ -200,7 +226,9 @@ def markdown_lines(summary: dict[str, Any]) -> list[str]:
             f"(`{summary['by_source']}`), beside the three honest generators; it is held to every claim. "
             f"Statuses `{summary['statuses']}`, modes `{summary['modes']}`.", "",
             "| metric | value | meaning |", "|---|---|---|"] + \
-        [f"| {key} | {summary[key]} | {text} |" for key, text in rows] + [""]
+        [f"| {key} | {summary[key]} | {text} |" for key, text in rows] + \
+        [f"| alone.{key} | {summary['alone'][key]} | the same reply decided alone, with no other generator |"
+         for key in ("given_rate", "given_correct_rate", "unsupported_given")] + [""]
 
 
 def launch_and_run(fleet: FleetConfig, spec: AgentSpec, cache_dir: Path, run: Callable[[str], Any]) -> Any:

@@ -82,8 +82,9 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     # Every generator's claims at once: the verifiers' round trips overlap instead of queueing per generator.
     once = JudgedOnce(verifier)
     checked = await asyncio.gather(*(asyncio.gather(*(check_claim(claim, evidence, once, origin, trace_id)
-                                                      for claim, origin in claims_to_check(gen)))
-                                     for gen in answered.values()))
+                                                      for claim, origin in claims_to_check(
+                                                          gen, whole_answer=agent in free_text)))
+                                     for agent, gen in answered.items()))
     checks: dict[str, tuple[ClaimCheck, ...]] = {agent: tuple(c) for agent, c in zip(answered, checked)}
     stated = {agent: [c.claim.text for c in checks[agent]] for agent in answered}
     candidates = []
