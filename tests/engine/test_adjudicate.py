@@ -178,3 +178,24 @@ async def test_an_llms_answer_is_given_only_with_every_claim_supported(verifier)
     both = await adjudicate("What are the moons of Mars?", {"llm": llm, "ext": gen(TRUE_MOONS, "m#0")}, CONTEXT, S,
                             verifier, free_text=frozenset({"llm"}))
     assert both.verdict is Verdict.ANSWERED and both.chosen.agent_id == "ext"
+
+
+def test_an_llms_answer_too_short_to_split_is_checked_itself():
+    claim = Claim("Mars has two small moons, discovered by Asaph Hall.", ("m#0",))
+    def origins(answer, whole):
+        return [origin for _, origin in claims_to_check(Generation(answer=answer, claims=(claim,)), whole)]
+    assert origins("10.1.2.1.1.1", False) == ["declared"]                 # an extractive one: claims carry it
+    assert origins("10.1.2.1.1.1", True) == ["declared", "answer"]        # an LLM's: the answer is checked too
+    assert origins("Phobos", True) == ["declared", "answer"]              # not stated by its claim
+    assert origins("Asaph Hall", True) == ["declared", "split"]           # two words: split, as before
+    assert origins("Mars", True) == ["declared"]                          # its claim states it
+    assert origins("Yes", True) == ["declared"]                           # states nothing alone
+
+
+async def test_true_claims_cannot_carry_an_llms_unrelated_answer(verifier):
+    llm = Generation(answer="10.1.2.1.1.1.1", claims=(Claim(TRUE_MOONS, ("m#0",)),), confidence=0.9)
+    decision = await adjudicate("When were the moons of Mars found?", {"llm": llm}, CONTEXT, S, verifier,
+                                free_text=frozenset({"llm"}))
+    assert decision.verdict is Verdict.ABSTAINED
+    [answer_check] = [c for c in decision.candidates[0].checks if c.origin == "answer"]
+    assert not answer_check.supported and "10.1.2.1.1.1.1" in answer_check.reason
