@@ -162,7 +162,7 @@ def answer_json(answer) -> dict:
         "answer": answer.answer,
         "citations": [to_jsonable(c) for c in answer.citations],
         "agents": [{"id": a.agent_id, "role": a.role.value, "status": a.status.value, "latency_ms": a.latency_ms,
-                    "error": a.error} for a in answer.agents],
+                    "error": a.error, "mode": a.mode} for a in answer.agents],
         "candidates": [{"agent_id": c.agent_id, "answer": c.generation.answer, "support_rate": c.support_rate,
                         "credibility": c.credibility, "consistency": c.consistency, "agreeing": list(c.agreeing),
                         "challenge": c.challenge,
