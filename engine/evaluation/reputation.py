@@ -425,6 +425,9 @@ class InProcessClient:
         if failure == "timeout":
             raise AgentTimeout(spec.id, "timed out (ReadTimeout)")
 
+    def mode_of(self, spec: AgentSpec) -> str:
+        return ""           # no LLM among the agents in process
+
     async def retrieve(self, spec: AgentSpec, url: str, query: str, k: int, trace_id: str) -> tuple[Chunk, ...]:
         self._call(spec)
         return self.world.retrieve(spec.id, query, k)[:k]

@@ -2,12 +2,14 @@
 the agents' calls; the evidence tabs have tests of their own (test_evidence_view.py)."""
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import Qt
 
 from console import style
 from console.panels.answer import OUTCOME_COLUMNS, TAB_CITATIONS, TAB_GENERATORS, TAB_NAMES, AnswerView
 from console.table_model import RecordTableModel
-from engine import Verdict
+from engine import AgentOutcome, CallStatus, Role, Verdict
 
 from .answers import CITATIONS, OUTCOMES, make_answer
 
@@ -98,10 +100,28 @@ def test_agent_outcomes_tab_lists_every_call_with_its_status(qtbot):
     view.show_answer(make_answer())
     model = view.outcomes_model
     rows = [[cell(model, r, c) for c in range(model.columnCount())] for r in range(model.rowCount())]
-    assert rows[0] == ["ret-a", "retriever", "ok", "42", "8", ""]
-    assert rows[1] == ["ret-dead", "retriever", "down", "2", "0", "connection refused"]
+    assert rows[0] == ["ret-a", "retriever", "ok", "42", "8", "", ""]
+    assert rows[1] == ["ret-dead", "retriever", "down", "2", "0", "", "connection refused"]
     assert cell(model, 0, 2, Qt.ItemDataRole.ForegroundRole) == style.tones().good
     assert cell(model, 1, 2, Qt.ItemDataRole.ForegroundRole) == style.tones().bad
+
+
+def test_an_llms_late_call_and_reply_form_are_shown(qtbot):
+    """Issue #13: a late call is amber like a timeout, and an LLM's reply form has its own column."""
+    answer = make_answer()
+    late = AgentOutcome("gen-llm", Role.GENERATOR, CallStatus.LATE, 30000.0,
+                        "no reply by the question's 30 s deadline: decided without it", mode="json-schema")
+    view = make_view(qtbot)
+    view.show_answer(dataclasses.replace(answer, agents=answer.agents + (late,)))
+    model = view.outcomes_model
+    row = model.rowCount() - 1
+    assert [cell(model, row, c) for c in range(model.columnCount())] == [
+        "gen-llm", "generator", "late", "30,000", "0", "json-schema",
+        "no reply by the question's 30 s deadline: decided without it"]
+    assert cell(model, row, 2, Qt.ItemDataRole.ForegroundRole) == style.tones().warn
+    view.show_tab(3)
+    view.outcomes_table.setCurrentIndex(model.index(row, 0))
+    assert "reply form json-schema" in view.detail.toPlainText()
 
     view.show_tab(3)
     view.outcomes_table.setCurrentIndex(model.index(1, 0))
