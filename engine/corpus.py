@@ -3,28 +3,41 @@
 Front matter (optional) is a block of `key: value` lines between `---` lines at the top of a file;
 known keys are title, source, authority (0..1), date (YYYY-MM-DD). A file without it gets its
 file name as title, the folder as source and a neutral authority.
+
+Markdown is read as Markdown (engine.ingest.markdown) and cut into passages along its sections
+(engine.ingest.passages): each chunk's metadata says its `section` and its `kind` (prose, or code, which is
+cited and shown but never quoted as an answer). A file too large, binary or not UTF-8 is skipped, and
+`Corpus.skipped` says which and why: nothing in a corpus stops the others from loading.
 """
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
+from .ingest.markdown import Block, plain_paragraphs
+from .ingest.markdown import parse as parse_markdown
+from .ingest.passages import passages
 from .types import Chunk
 
 SUFFIXES = (".md", ".txt")
-MAX_PASSAGE_WORDS = 160
 MAX_FILE_BYTES = 2_000_000
 NEUTRAL_AUTHORITY = 0.5
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str              # relative to the corpus root
+    reason: str
 
 
 @dataclass(frozen=True)
 class Corpus:
     root: Path
     chunks: tuple[Chunk, ...]
+    skipped: tuple[Skipped, ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -86,25 +99,21 @@ def _metadata(path: Path, root: Path, meta: dict[str, str]) -> dict[str, object]
     }
 
 
-def _passages(body: str) -> list[str]:
-    """Paragraphs merged up to MAX_PASSAGE_WORDS; a longer paragraph is split by sentences."""
-    paragraphs = [re.sub(r"\s+", " ", p).strip() for p in re.split(r"\n\s*\n", body)]
-    pieces: list[str] = []
-    for paragraph in filter(None, paragraphs):
-        if len(paragraph.split()) <= MAX_PASSAGE_WORDS:
-            pieces.append(paragraph)
-            continue
-        pieces.extend(re.split(r"(?<=[.!?])\s+", paragraph))
-    passages: list[str] = []
-    current: list[str] = []
-    for piece in pieces:
-        if current and len(" ".join(current + [piece]).split()) > MAX_PASSAGE_WORDS:
-            passages.append(" ".join(current))
-            current = []
-        current.append(piece)
-    if current:
-        passages.append(" ".join(current))
-    return passages
+def _blocks(path: Path, body: str) -> list[Block]:
+    return parse_markdown(body) if path.suffix.lower() == ".md" else plain_paragraphs(body)
+
+
+def _unreadable(path: Path) -> tuple[str, str]:
+    """(text, "") or ("", why the file is skipped)."""
+    if path.stat().st_size > MAX_FILE_BYTES:
+        return "", f"larger than {MAX_FILE_BYTES:,} bytes"
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        return "", "binary (a NUL byte in its first 8 KiB)"
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError as exc:
+        return "", f"not UTF-8 text ({exc.reason} at byte {exc.start})"
 
 
 def load_corpus(root: Path) -> Corpus:
@@ -115,20 +124,26 @@ def load_corpus(root: Path) -> Corpus:
     if not files:
         raise ConfigError(str(root), "", f"no {' or '.join(SUFFIXES)} files in the corpus folder")
     chunks: list[Chunk] = []
+    skipped: list[Skipped] = []
     for path in files:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigError(str(path), "", f"file is larger than {MAX_FILE_BYTES} bytes; split it")
         try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConfigError(str(path), "", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+            text, why = _unreadable(path)
+        except OSError as exc:
+            text, why = "", f"unreadable ({exc.strerror or exc})"
+        if why:
+            skipped.append(Skipped(path.relative_to(root).as_posix(), why))
+            continue
         meta, body = _parse_front_matter(path, text)
         metadata = _metadata(path, root, meta)
-        for position, passage in enumerate(_passages(body)):
+        for position, passage in enumerate(passages(_blocks(path, body))):
             chunks.append(Chunk(
-                id=f"{metadata['doc_id']}#{position}",
-                text=passage,
+                id=f"{metadata['doc_id']}#{passage.key}",
+                text=passage.text,
                 source=str(metadata["source"]),
-                metadata={**metadata, "position": position},
+                metadata={**metadata, "position": position, "kind": passage.kind.value,
+                          **({"section": " › ".join(passage.section)} if passage.section else {})},
             ))
-    return Corpus(root=root, chunks=tuple(chunks))
+    if not chunks and skipped:
+        raise ConfigError(str(root), "", f"no readable file in the corpus folder ({skipped[0].path}: "
+                                         f"{skipped[0].reason}{' …' if len(skipped) > 1 else ''})")
+    return Corpus(root=root, chunks=tuple(chunks), skipped=tuple(skipped))

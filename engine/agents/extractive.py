@@ -12,11 +12,22 @@ from ..verify.dated import dated_conflict
 from ..verify.sentences import ScoredSentence, rank_sentences
 
 
+def is_code(chunk: Chunk) -> bool:
+    """A code block of a document (engine.ingest): cited and shown, never quoted as an answer sentence."""
+    return chunk.metadata.get("kind") == "code"
+
+
 class ExtractiveGenerator:
     def generate(self, query: str, context: tuple[Chunk, ...]) -> Generation:
-        ranked = rank_sentences(query, context)
         wanted = set(content_words(query))
+        ranked = rank_sentences(query, tuple(c for c in context if not is_code(c)))
         if not ranked or not wanted or not ranked[0].shared:
+            code = rank_sentences(query, tuple(c for c in context if is_code(c)))
+            if code and wanted and code[0].shared:
+                return Generation(answer=f"Only code answers this: see [{code[0].chunk_id}].",
+                                  reasoning=(f"No prose sentence shares a content word with the question; the code "
+                                             f"in [{code[0].chunk_id}] does ({', '.join(code[0].shared)}).",),
+                                  claims=(), confidence=0.0)
             return Generation(answer="", reasoning=("No context sentence shares a content word with the question.",),
                               claims=(), confidence=0.0)
         conflict = dated_conflict(query, context)

@@ -1,0 +1,126 @@
+"""Your own documents (issue #14): Markdown read as Markdown, passages along its sections with stable ids, files
+that cannot be read skipped with a reason, and answers in prose, never markup or code."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import Engine, RiskTier, load_fleet, load_settings
+from engine.agents.extractive import ExtractiveGenerator
+from engine.corpus import load_corpus
+from engine.ingest.markdown import BlockKind, parse
+from engine.ingest.passages import MAX_PASSAGE_WORDS, passages
+
+from ..conftest import FAST_SETTINGS, write_fleet
+
+README = """<h1 align="center">HippoRAG 2: From RAG to Memory</h1>
+<p align="center"><img src="https://example.org/logo.png" width="60%"/></p>
+
+[![PyPI](https://img.shields.io/pypi/v/x.svg)](https://pypi.org/x) [![License](https://img.shields.io/badge/l.svg)](LICENSE)
+
+HippoRAG is a retrieval-augmented generation framework inspired by the [hippocampal indexing theory](https://example.org/h)
+of human long-term memory. It lets language models integrate new knowledge continually.
+
+## Installation
+
+```sh
+pip install hipporag
+```
+
+## Layout
+
+src/
+├── hipporag/
+└── tests/
+
+| Attack | Defence |
+|---|---|
+| prompt injection | keyword filter |
+
+- The first item, with `inline code`.
+- The second item
+"""
+
+
+def blocks_of(text: str):
+    return [(b.kind, b.text, b.section) for b in parse(text)]
+
+
+def test_markdown_is_read_as_a_reader_sees_it():
+    blocks = blocks_of(README)
+    texts = [text for _, text, _ in blocks]
+    assert not any("<" in t or "![" in t or "](" in t for t in texts)            # no markup, badge or link syntax
+    prose = [t for kind, t, _ in blocks if kind is BlockKind.PROSE]
+    assert prose[0].startswith("HippoRAG is a retrieval-augmented generation framework inspired by the "
+                               "hippocampal indexing theory")                        # the link keeps its text
+    assert (BlockKind.CODE, "pip install hipporag", ("HippoRAG 2: From RAG to Memory", "Installation")) in blocks
+    assert any(kind is BlockKind.CODE and "├── hipporag/" in t for kind, t, _ in blocks)   # a tree outside a fence
+    assert (BlockKind.TABLE, "Attack: prompt injection; Defence: keyword filter.",
+            ("HippoRAG 2: From RAG to Memory", "Layout")) in blocks
+    assert "The first item, with inline code." in prose and "The second item" in prose      # no list markers
+
+
+def test_passages_follow_sections_and_keep_their_ids_when_another_section_changes():
+    before = {p.key: p.text for p in passages(parse(README))}
+    edited = README.replace("pip install hipporag", "pip install hipporag==2.0")
+    after = {p.key: p.text for p in passages(parse(edited))}
+    assert set(before) == set(after) == {"hipporag-2-from-rag-to-memory-0", "installation-0", "layout-0", "layout-1"}
+    changed = {key for key in before if before[key] != after[key]}
+    assert changed == {"installation-0"}
+
+
+def test_a_long_section_is_split_between_sentences_with_an_overlap():
+    sentences = [f"Sentence number {i} says something about topic {i} in twelve words." for i in range(40)]
+    parts = passages(parse("# Long\n\n" + " ".join(sentences)))
+    assert len(parts) > 2 and all(len(p.text.split()) <= MAX_PASSAGE_WORDS for p in parts)
+    for first, second in zip(parts, parts[1:]):
+        assert second.text.startswith(first.text.rsplit(". ", 1)[-1].rstrip(". ") )   # last sentence repeated
+    assert [p.key for p in parts][:2] == ["long-0", "long-1"]
+
+
+def test_unreadable_files_are_skipped_with_a_reason_and_the_rest_load(tmp_path):
+    (tmp_path / "good.md").write_text(README)
+    (tmp_path / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (tmp_path / "huge.md").write_text("word " * 500_000)
+    corpus = load_corpus(tmp_path)
+    assert {s.path: s.reason.split(" (")[0] for s in corpus.skipped} == {
+        "binary.md": "binary", "latin1.txt": "not UTF-8 text", "huge.md": "larger than 2,000,000 bytes"}
+    code = [c for c in corpus.chunks if c.metadata["kind"] == "code"]
+    assert {c.id for c in code} == {"good#installation-0", "good#layout-0"}
+    assert corpus.chunks[0].metadata["section"] == "HippoRAG 2: From RAG to Memory"
+
+
+def test_the_extractive_generator_answers_in_prose_and_says_when_only_code_answers(tmp_path):
+    (tmp_path / "hippo.md").write_text(README)
+    chunks = load_corpus(tmp_path).chunks
+    answer = ExtractiveGenerator().generate("What is HippoRAG inspired by?", chunks)
+    assert answer.answer.startswith("HippoRAG is a retrieval-augmented generation framework")
+    code_only = ExtractiveGenerator().generate("How to pip install?", tuple(c for c in chunks
+                                                                          if c.metadata["kind"] == "code"))
+    assert code_only.answer == "Only code answers this: see [hippo#installation-0]." and not code_only.claims
+
+
+async def test_a_question_on_a_readme_gets_prose_not_markup(tmp_path, db_path, cache_dir):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "hipporag.md").write_text(README)
+    (docs / "other.md").write_text("# Other\n\nBM25 is a ranking function used by search engines to score "
+                                   "documents against a query.\n")
+    fleet = load_fleet(write_fleet(tmp_path, corpus=docs))
+    async with Engine(fleet, load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir) as engine:
+        answer = await engine.ask("What is HippoRAG?", RiskTier.MEDIUM)
+    assert "HippoRAG is a retrieval-augmented generation framework" in answer.answer
+    assert not any(mark in answer.answer for mark in ("<", "```", "├", "![", "]("))
+    assert Path(docs).exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(list("ab #*-|`<>/[]()!\n\t├└1.") + ["<h2>", "</h2>", "```", "| a | b |\n|---|---|\n",
+                                                                      "![x](y)", "<img src=x>", "\n\n", "- "]),
+                max_size=80).map("".join))
+def test_no_markdown_crashes_the_reader(text):
+    for part in passages(parse(text)):
+        assert part.text.strip() and part.key
