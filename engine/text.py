@@ -58,8 +58,38 @@ def numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
+# A full stop after these does not end a sentence ("Dr. Smith", "Mt. Everest", "Fig. 3").
+_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "mt", "vs", "jr", "sr", "fig", "approx", "cf",
+                            "al", "gen", "lt", "col", "sgt", "capt", "vol", "pp", "eds"})
+_LAST_WORD = re.compile(r"(\S+)\.$")
+_INITIAL = re.compile(r"(?:^|[\s(])(?:[A-Z]\.)+$")          # "J." or "U.S." closing a piece: a name goes on
+_LIST_MARKER = re.compile(r"^(?:\d{1,3}[.)]|[a-z]\))$")      # "1." or "b)" alone: a list marker, no sentence
+
+
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    """Sentences of running text, each a verbatim piece of it. A piece that ends in an abbreviation or an initial
+    joins the next one; a list marker left alone ("1.") is dropped; decimals, versions, file names and URLs never
+    split (a split needs white space after the stop and a capital, digit or quote after that)."""
+    text = text.strip()
+    cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]
+    out: list[str] = []
+    begin = None                       # where the piece being carried into the next one starts
+    for lo, hi in zip(cuts, cuts[1:]):
+        piece = text[lo:hi].strip()
+        if not piece:
+            continue
+        if begin is None and _LIST_MARKER.match(piece):
+            continue
+        begin = lo if begin is None else begin
+        whole = text[begin:hi].strip()
+        tail = whole[-24:]           # only the end decides, and a regex over a huge word must not run to its start
+        last = _LAST_WORD.search(tail)
+        if hi < len(text) and ((last and last.group(1).lower().lstrip("(") in _ABBREVIATIONS)
+                               or _INITIAL.search(tail)):
+            continue
+        out.append(whole)
+        begin = None
+    return out
 
 
 def coverage(claim: str, evidence: str) -> float:

@@ -124,3 +124,15 @@ async def test_a_question_on_a_readme_gets_prose_not_markup(tmp_path, db_path, c
 def test_no_markdown_crashes_the_reader(text):
     for part in passages(parse(text)):
         assert part.text.strip() and part.key
+
+
+def test_sentences_survive_abbreviations_initials_decimals_urls_and_list_markers():
+    from engine.text import sentences
+    assert sentences("Dr. Smith met Mr. Jones in the U.S. last year. Then he left.") == [
+        "Dr. Smith met Mr. Jones in the U.S. last year.", "Then he left."]
+    assert sentences("It was written by C. Robert Cargill. It sold.") == [
+        "It was written by C. Robert Cargill.", "It sold."]
+    assert sentences("Version 2.5 is out. See https://example.com/a.b for more.") == [
+        "Version 2.5 is out.", "See https://example.com/a.b for more."]
+    assert sentences("1. Install it. 2. Run it.") == ["Install it.", "Run it."]
+    assert sentences("I said no. Then I left.") == ["I said no.", "Then I left."]
