@@ -35,6 +35,7 @@ COMMAND_MODULES = {
     "alerts": "engine.alerts.cli",
     "audit": "engine.audit_cli",
     "llm": "engine.llm_cli",
+    "index": "engine.index_cli",
     "screenshot": "console.gallery",
 }
 

@@ -136,3 +136,22 @@ def test_sentences_survive_abbreviations_initials_decimals_urls_and_list_markers
         "Version 2.5 is out.", "See https://example.com/a.b for more."]
     assert sentences("1. Install it. 2. Run it.") == ["Install it.", "Run it."]
     assert sentences("I said no. Then I left.") == ["I said no.", "Then I left."]
+
+
+def test_index_reads_a_folder_embeds_ahead_and_the_second_time_only_what_changed(tmp_path, monkeypatch, capsys):
+    import main
+    monkeypatch.setenv("QUORUM_CACHE_DIR", str(tmp_path / "cache"))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "hippo.md").write_text(README)
+    (docs / "blob.md").write_bytes(b"\x00\x01")
+    argv = ["index", str(docs), "--settings", str(FAST_SETTINGS)]
+    assert main.main(argv) == 0
+    first = capsys.readouterr().out
+    assert "1 files read, 4 passages (2 of code), 1 skipped" in first
+    assert "skipped blob.md: binary" in first and "0 already in the cache" in first
+    (docs / "hippo.md").write_text(README.replace("continually", "over time"))
+    assert main.main(argv) == 0
+    second = capsys.readouterr().out
+    assert "embedded 2 new texts" in second          # the changed passage and its changed sentence, nothing else
+    assert main.main(["index", str(tmp_path / "nowhere"), "--settings", str(FAST_SETTINGS)]) == 2
