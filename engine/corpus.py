@@ -15,11 +15,13 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from .errors import ConfigError
 from .ingest.markdown import Block, plain_paragraphs
 from .ingest.markdown import parse as parse_markdown
 from .ingest.passages import passages
+from .text import sentences
 from .types import Chunk
 
 SUFFIXES = (".md", ".txt")
@@ -97,6 +99,12 @@ def _metadata(path: Path, root: Path, meta: dict[str, str]) -> dict[str, object]
         "authority": authority,
         "date": date,
     }
+
+
+def embedding_texts(chunks: Sequence[Chunk]) -> list[str]:
+    """What the engine embeds of a corpus, each once: the passages for secure retrieval, and their sentences for
+    the evidence check of every claim (the engine's warm-up at start and `main.py index` both embed these)."""
+    return list(dict.fromkeys([c.text for c in chunks] + [s for c in chunks for s in sentences(c.text)]))
 
 
 def _blocks(path: Path, body: str) -> list[Block]:

@@ -19,7 +19,7 @@ from .alerts.row import AlertRow
 from .alerts.rules import alerts_for
 from .alerts.silences import Silence
 from .config import EngineSettings, FleetConfig
-from .corpus import load_corpus
+from .corpus import embedding_texts, load_corpus
 from .demo import DemoTraffic
 from .errors import AgentError, FleetError, InputError
 from .reputation.answer_evidence import DecidedAnswer
@@ -33,7 +33,6 @@ from .pipeline import Pipeline, QuestionBlocked
 from .registry import AgentRegistry, AgentView, SlowRule
 from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
-from .text import sentences
 from .review import DecisionOutcome, ReviewItem, ReviewQueue, check_decision, check_operator, needs_review
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.audit_log import AuditLog
@@ -163,10 +162,7 @@ class Engine:
     def _warm_embedder(self) -> None:
         texts = ["warm-up"]
         if any(a.builtin and a.enabled for a in self.fleet.agents):
-            chunks = load_corpus(self.fleet.corpus_dir).chunks
-            # Passages for secure retrieval; their sentences for the evidence check of every claim.
-            texts += [c.text for c in chunks]
-            texts += list(dict.fromkeys(s for c in chunks for s in sentences(c.text)))
+            texts += embedding_texts(load_corpus(self.fleet.corpus_dir).chunks)
         self.embedder.embed_passages(texts)
         self.embedder.embed_query("warm-up")     # loads the model even when every passage was cached
         anomaly.warm_up()

@@ -38,10 +38,9 @@ def _progress(done: int, total: int, started: float) -> None:
 
 def run(args) -> int:
     from .config import load_fleet, load_settings
-    from .corpus import load_corpus
+    from .corpus import embedding_texts, load_corpus
     from .engine import default_cache_dir
     from .errors import ConfigError
-    from .text import sentences
     from .verify.embedders import EMBEDDERS, CachedEmbedder
 
     started = time.perf_counter()
@@ -58,8 +57,7 @@ def run(args) -> int:
           f"{len(corpus.skipped)} skipped, in {time.perf_counter() - started:.1f} s")
     for skipped in corpus.skipped:
         print(f"  skipped {skipped.path}: {skipped.reason}")
-    prose = [c.text for c in corpus.chunks if c.metadata.get("kind") != "code"]
-    texts = list(dict.fromkeys([c.text for c in corpus.chunks] + [s for t in prose for s in sentences(t)]))
+    texts = embedding_texts(corpus.chunks)
     embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), default_cache_dir() / "engine")
     began = time.perf_counter()
     try:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .agents.client import AgentClient, CallResult, outcome
+from .agents.client import AgentClient, CallResult, outcome, with_mode
 from .config import EngineSettings
 from .agents.remote import RemoteVerifier
 from .errors import AgentError, InputError
@@ -35,7 +35,8 @@ from .stages.decompose import decompose
 from .stages.model import StageKind, StageResult, Trajectory
 from .stages.runner import Exclusions, StageRunner
 from .retrieval.secure import OPTIMISTIC, RetrievalResult, SecureRetrieval
-from .types import AgentKind, AgentOutcome, AgentSpec, Answer, CallStatus, Chunk, Citation, ContextChunk, Event, RiskTier, Role, TrustLevel, Verdict
+from .types import (AgentKind, AgentOutcome, AgentSpec, Answer, CallStatus, Chunk, Citation, ContextChunk, Event,
+                    RiskTier, Role, TrustLevel, Verdict)
 from .verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 
 Emit = Callable[[object], None]   # engine.events types and generic Events
@@ -159,8 +160,7 @@ class Pipeline:
         return results
 
     def _moded(self, view: AgentView, result: CallResult) -> CallResult:
-        mode = self.client.mode_of(view.spec)
-        return dataclasses.replace(result, outcome=dataclasses.replace(result.outcome, mode=mode)) if mode else result
+        return with_mode(result, self.client.mode_of(view.spec))
 
     def _record(self, outcome_: AgentOutcome, trace_id: str) -> None:
         self.emit(AgentChanged(self.registry.record(outcome_), trace_id, self.clock()))

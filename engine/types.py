@@ -23,6 +23,9 @@ class AgentKind(str, enum.Enum):
     OPENAI_CHAT = "openai-chat"
 
 
+LLM_BACKEND = "llm-local"     # the built-in backend that runs a local GGUF model (engine.agents.llm_local)
+
+
 class ChatDialect(str, enum.Enum):
     """How an openai-chat agent's server is told the reply's JSON Schema (engine.agents.openai_chat)."""
     AUTO = "auto"                   # asked of the server's /v1/models (owned_by), json-schema when it does not say
@@ -151,7 +154,7 @@ class AgentSpec:
     @property
     def free_text(self) -> bool:
         """An LLM: it writes its own words, so its answer is held to every claim (free_text_min_support)."""
-        return self.kind is AgentKind.OPENAI_CHAT or self.backend == "llm-local"
+        return self.kind is AgentKind.OPENAI_CHAT or self.backend == LLM_BACKEND
 
     @property
     def byzantine(self) -> bool:

@@ -12,6 +12,7 @@ engine's client certificate where the fleet file gives one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import ssl
@@ -24,7 +25,7 @@ import httpx
 from ..config import LimitSettings
 from ..errors import (AgentError, AgentHttpStatus, AgentProtocolError, AgentReplyTooLarge, AgentTimeout,
                       AgentUnavailable)
-from ..types import AgentKind, AgentOutcome, AgentSpec, CallStatus, ChatDialect, Chunk, Generation
+from ..types import LLM_BACKEND, AgentKind, AgentOutcome, AgentSpec, CallStatus, ChatDialect, Chunk, Generation
 from .auth import (NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TRACE_HEADER, AgentAuthError, Keyring,
                    check_reply, new_nonce, request_signature)
 from .openai_chat import MODELS_PATH, REFUSED_FORM, build_chat_request, dialect_from_models, parse_chat_reply
@@ -38,6 +39,11 @@ logger = logging.getLogger(__name__)
 class CallResult(Generic[T]):
     outcome: AgentOutcome
     value: T | None
+
+
+def with_mode(result: CallResult[T], mode: str) -> CallResult[T]:
+    """The result with its outcome marked by the reply form the client used (AgentClient.mode_of)."""
+    return dataclasses.replace(result, outcome=dataclasses.replace(result.outcome, mode=mode)) if mode else result
 
 
 class AgentClient:
@@ -149,7 +155,7 @@ class AgentClient:
 
     def mode_of(self, spec: AgentSpec) -> str:
         """How the agent's replies are constrained, for its outcomes: its chat dialect ("" for the protocol)."""
-        if spec.backend == "llm-local":      # the built-in LLM always sends llama-cpp-python its schema this way
+        if spec.backend == LLM_BACKEND:      # the built-in LLM always sends llama-cpp-python its schema this way
             return ChatDialect.JSON_OBJECT_SCHEMA.value
         if spec.kind is not AgentKind.OPENAI_CHAT:
             return ""

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..config import load_fleet
     from ..corpus import load_corpus
     from ..errors import QuorumError
-    from ..types import Role
+    from ..types import LLM_BACKEND, Role
     from ..verify.verifier import build_verifier
     from .extractive import ExtractiveGenerator
     from .retrievers import build_retriever
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         corpus = load_corpus(fleet.corpus_dir)
         if spec.role is Role.RETRIEVER:
             backend = build_retriever(spec.backend, corpus, args.cache_dir)
-        elif spec.backend == "llm-local":
+        elif spec.backend == LLM_BACKEND:
             from .llm_local import LocalLlmGenerator, model_path
             backend = LocalLlmGenerator(model_path(spec.model, fleet.path.parent))
         elif spec.role is Role.GENERATOR:

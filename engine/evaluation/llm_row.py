@@ -25,16 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..agents.client import AgentClient, outcome
+from ..agents.client import AgentClient, outcome, with_mode
 from ..config import FleetConfig, GenerationSettings, LimitSettings
 from ..errors import InputError
 from ..generation.adjudicate import adjudicate
-from ..types import AgentKind, AgentSpec, CallStatus, Role, Verdict
+from ..types import LLM_BACKEND, AgentKind, AgentSpec, CallStatus, Role, Verdict
 from ..verify.verifier import EvidenceVerifier
 from .data import Passage
 from .generation import Prepared, Question
 from .generation_metrics import contains_gold
-from .splits import split_of
 
 LLM_ID = "llm"
 
@@ -74,7 +73,7 @@ def pick_llm_agent(fleet: FleetConfig, agent_id: str | None) -> AgentSpec:
         if not spec.free_text:
             raise InputError(f"--llm-agent {agent_id!r} is not an LLM generator (backend llm-local or kind openai-chat)")
         return dataclasses.replace(spec, enabled=True)
-    for wanted in (lambda s: s.backend == "llm-local", lambda s: s.kind is AgentKind.OPENAI_CHAT):
+    for wanted in (lambda s: s.backend == LLM_BACKEND, lambda s: s.kind is AgentKind.OPENAI_CHAT):
         for spec in fleet.agents:
             if spec.role is Role.GENERATOR and wanted(spec):
                 return dataclasses.replace(spec, enabled=True)
@@ -143,8 +142,7 @@ class LlmRow:
                 started = time.perf_counter()
                 result = await outcome(spec, client.generate(spec, self.url, item.question.question, item.chunks,
                                                              f"eval-llm-{item.question.id}"))
-                result = dataclasses.replace(result, outcome=dataclasses.replace(result.outcome,
-                                                                                 mode=client.mode_of(spec)))
+                result = with_mode(result, client.mode_of(spec))
                 decision = alone = None
                 if result.value is not None:
                     generations = {kind.value: gen for kind, gen in item.honest.items()} | {LLM_ID: result.value}

@@ -83,7 +83,8 @@ def passages(blocks: Sequence[Block]) -> list[Passage]:
             name, n = base, 2
             while name in used:
                 name, n = f"{base}-{n}", n + 1
-            slugs[section], _ = name, used.add(name)
+            slugs[section] = name
+            used.add(name)
         if run[0].kind is BlockKind.CODE:
             texts, kind = [run[0].text], BlockKind.CODE
         else:
