@@ -56,6 +56,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("demo.toggle", "&Demo traffic", "Ctrl+D",
                "Feed demo questions to the fleet at the chosen rate", checkable=True, group="Fleet"),
     ActionSpec("fleet.start", "&Start the built-in fleet", "", "Start the agent processes again", group="Fleet"),
+    ActionSpec("corpus.reindex", "Re-&index the corpus", "",
+               "Read the corpus folder again and embed what changed, in the background", group="Fleet"),
     ActionSpec("fleet.stop", "S&top the built-in fleet", "", "Stop every built-in agent process (questions get no answer until it is started again)",
                group="Fleet"),
     ActionSpec("fleet.quarantine", "&Quarantine agent…", "Q", "Take the selected agent off all work, with a reason",

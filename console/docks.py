@@ -2,7 +2,7 @@
 
 Each panel is a QDockWidget whose objectName is its id, so QSettings can save and restore where the
 operator put it. The first start (and View → Reset layout) puts the fleet's health at the top
-(Fleet, Trust, Cascade as tabs) and the work below (Questions, Approvals, Alerts, Gateway, Memory,
+(Fleet, Trust, Cascade, Corpus as tabs) and the work below (Questions, Approvals, Alerts, Gateway, Memory,
 Tools, Audit as tabs), the first of each group in front. A new panel is one line here, its widget in
 MainWindow._make_panels and its actions in console/actions.py.
 """
@@ -36,6 +36,9 @@ PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("memory", "Memory", Area.BOTTOM, "Every agent's own memory: versions, snapshots, rollback, quarantine"),
     PanelSpec("tools", "Tools", Area.BOTTOM, "Agents' tool calls, the ones waiting for an operator first"),
     PanelSpec("audit", "Audit", Area.BOTTOM, "The hash-chained audit trail: filter, verify, export"),
+    # Last, so the panels above keep their Alt+number; its tab sits with Fleet, Trust and Cascade.
+    PanelSpec("corpus", "Corpus", Area.TOP, "The documents the built-in agents answer from: index progress, "
+                                            "skipped files, when it was indexed; re-index"),
 )
 PANEL_IDS: tuple[str, ...] = tuple(p.id for p in PANELS)
 _BY_ID = {p.id: p for p in PANELS}

@@ -36,6 +36,7 @@ from .panels.ask import AskPanel
 from .panels.demo_controls import DemoControls
 from .panels.audit import AuditPanel
 from .panels.cascade import CascadePanel
+from .panels.corpus import CorpusPanel
 from .panels.fleet import FleetPanel
 from .panels.gateway import GatewayPanel
 from .panels.memory import MemoryPanel
@@ -51,7 +52,7 @@ from .toast import Toast
 TITLE = "Quorum — operations console"
 DEFAULT_SIZE = QSize(1280, 800)
 SCREEN_SHARE = 0.9           # of the available screen, when it is larger than DEFAULT_SIZE
-TOP_SHARE = 0.36             # of the window's height the top docks (fleet, trust, cascade) start with
+TOP_SHARE = 0.36             # of the window's height the top docks (fleet, trust, cascade, corpus) start with
 LAYOUT_VERSION = 1           # bump when the panels change so much that an old saved layout misleads
 GEOMETRY_KEY, STATE_KEY, THEME_KEY = "window/geometry", "window/state", "window/theme"
 DEMO_ON_KEY, DEMO_RATE_KEY = "demo/enabled", "demo/rate"      # also console/settings.py: use_scratch_settings
@@ -125,12 +126,13 @@ class MainWindow(QMainWindow):
         self.memory_panel = MemoryPanel(service)
         self.tools_panel = ToolCallsPanel(service)
         self.audit_panel = AuditPanel(service)
+        self.corpus_panel = CorpusPanel(service)
         self.trace_view = TraceView(service, self)
         self.panels: dict[str, QWidget] = {
             "fleet": self.fleet_panel, "questions": self.ask_panel, "approvals": self.approvals_panel,
             "alerts": self.alerts_panel, "trust": self.trust_panel, "cascade": self.cascade_panel,
             "gateway": self.gateway_panel, "memory": self.memory_panel, "tools": self.tools_panel,
-            "audit": self.audit_panel,
+            "audit": self.audit_panel, "corpus": self.corpus_panel,
         }
 
     def _make_docks(self) -> None:
@@ -161,7 +163,7 @@ class MainWindow(QMainWindow):
             self.docks[spec.id] = dock
 
     def _lay_out_default(self) -> None:
-        """Top: fleet, trust, cascade; bottom: questions and the rest; the first of each in front."""
+        """Top: fleet, trust, cascade, corpus; bottom: questions and the rest; the first of each in front."""
         groups: dict[Area, list[QDockWidget]] = {Area.TOP: [], Area.BOTTOM: []}
         for spec in PANELS:
             dock = self.docks.get(spec.id)
@@ -333,6 +335,8 @@ class MainWindow(QMainWindow):
         fleet.addSeparator()
         fleet.addAction(a["fleet.start"])
         fleet.addAction(a["fleet.stop"])
+        fleet.addSeparator()
+        fleet.addAction(a["corpus.reindex"])
         review = bar.addMenu("&Review")
         for action_id in ("approvals.approve", "approvals.reject", "approvals.next", "approvals.previous",
                           "approvals.next_pending", "approvals.extend_next", "approvals.extend_previous",
@@ -365,6 +369,7 @@ class MainWindow(QMainWindow):
         a.bind("demo.toggle", self.demo_controls.set_running)
         # The stop asks first, inline in the Fleet panel: bring it forward.
         a.bind("fleet.stop", lambda: (self.show_panel("fleet"), fleet.stop_fleet()))
+        a.bind("corpus.reindex", lambda: (self.show_panel("corpus", focus=False), self.corpus_panel.reindex()))
         bind_approval_actions(a, self.approvals_panel)
         audit = self.audit_panel       # Ctrl+E works anywhere: the panel comes forward, its result line is there
         a.bind("audit.verify", lambda: (self.show_panel("audit", focus=False), audit.verify_chain()))
@@ -437,7 +442,7 @@ class MainWindow(QMainWindow):
             self.gateway_panel.sig_counts_changed, self.memory_panel.sig_counts_changed,
             self.tools_panel.sig_pending_changed, service.cascade.sig_resolved, service.questions.sig_answer,
             self.fleet_panel.sig_summary_changed, self.audit_panel.sig_chain_checked,
-            self.alerts_panel.sig_loud_changed)
+            self.alerts_panel.sig_loud_changed, self.corpus_panel.sig_state_changed)
         for signal in title_changes:
             signal.connect(lambda *_args: self._titles.add(True))
         self.alerts_panel.sig_open_changed.connect(self._on_open_alerts_changed)

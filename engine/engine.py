@@ -19,9 +19,9 @@ from .alerts.row import AlertRow
 from .alerts.rules import alerts_for
 from .alerts.silences import Silence
 from .config import EngineSettings, FleetConfig
-from .corpus import embedding_texts, load_corpus
 from .demo import DemoTraffic
 from .errors import AgentError, FleetError, InputError
+from .ingest.index import IndexProgress, IndexReport, Throttled, index_corpus
 from .reputation.answer_evidence import DecidedAnswer
 from .gateway.build import build_gateway
 from .gateway.permissions import PermissionMatrix
@@ -41,7 +41,7 @@ from .store.traces import DecisionRow, TraceLine, recent_decisions_sync, trace_s
 from .events import (AgentChanged, AlertChanged, AlertsRaised, EngineReady, GatewayFlagged, ReviewEnqueued,
                      SilencesChanged, TrustUpdated)
 from .trust import TrustKeeper, TrustUpdate
-from .events import QuestionAnswered, QuestionFailed
+from .events import CorpusIndexProgress, QuestionAnswered, QuestionFailed
 from .gateway.envelope import new_trace_id
 from .telemetry import start_telemetry
 from .reputation.events import AlertKind
@@ -51,6 +51,7 @@ Listener = Callable[[object], None]    # receives engine.events types, reputatio
 
 
 EXTERNAL_RECHECK_S = 5.0     # how often a down external agent's /health is tried again while questions come
+SKIPPED_AUDITED = 50         # skipped files named in a corpus.indexed audit event (all are counted)
 
 
 def default_db_path() -> Path:
@@ -108,6 +109,8 @@ class Engine:
         # Demo questions at a chosen rate (off until started); stamped with the engine's clock.
         self.demo = DemoTraffic(self.ask, self._emit, stamp=clock)
         self.telemetry = None                # traces out (engine.telemetry), when [telemetry] is on: made in start()
+        self._corpus_index: IndexProgress | None = None   # the corpus index's latest progress (corpus_index)
+        self._indexing = False               # an index of the corpus is under way (at start or reindex_corpus)
 
     # --- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -153,21 +156,63 @@ class Engine:
                                if not v.spec.builtin and v.spec.enabled))
         # The engine's embedder loads (torch import included) and embeds the built-in corpus into its
         # cache while the agents start, so questions pay only for passages it has never seen.
-        warm = self._spawn(asyncio.to_thread(self._warm_embedder))
+        self._indexing = True
+        warm = self._spawn(asyncio.to_thread(self._warm_embedder, asyncio.get_running_loop()))
+        warm.add_done_callback(lambda _task: setattr(self, "_indexing", False))
         if self.launcher:
             await self.launcher.start()
         await asyncio.shield(warm)   # a cancelled start leaves the thread to aclose(), which awaits it
         self._emit(EngineReady(sum(v.state is AgentState.UP for v in self.agents()), self.clock()))
 
-    def _warm_embedder(self) -> None:
-        texts = ["warm-up"]
+    def _warm_embedder(self, loop: asyncio.AbstractEventLoop) -> None:
+        """In a worker thread: loads the models and indexes the built-in agents' corpus (a folder that cannot be
+        read fails the start, as its agents would)."""
+        self.embedder.embed_passages(["warm-up"])
         if any(a.builtin and a.enabled for a in self.fleet.agents):
-            texts += embedding_texts(load_corpus(self.fleet.corpus_dir).chunks)
-        self.embedder.embed_passages(texts)
+            self._index_corpus(loop, actor="engine")
         self.embedder.embed_query("warm-up")     # loads the model even when every passage was cached
         anomaly.warm_up()
         if self.gateway is not None:
             self.gateway.warm_up()
+
+    def _index_corpus(self, loop: asyncio.AbstractEventLoop, actor: str) -> IndexReport:
+        """In a worker thread: its progress reaches listeners on the loop's thread, where they expect it, a few
+        times a second; the end is audited as corpus.indexed."""
+        show = Throttled(lambda progress: loop.call_soon_threadsafe(self._show_index, progress))
+        report = index_corpus(self.fleet.corpus_dir, self.embedder, self.cache_dir / "engine", on_progress=show,
+                              clock=self.clock)
+        self.pipeline.corpus_hashes = report.passage_hashes     # one reference swapped: safe beside questions
+        loop.call_soon_threadsafe(self._audit_index, report, actor)
+        return report
+
+    def _show_index(self, progress: IndexProgress) -> None:
+        self._corpus_index = progress
+        self._emit(CorpusIndexProgress(progress, self.clock()))
+
+    def _audit_index(self, report: IndexReport, actor: str) -> None:
+        self._spawn(self.store.audit("", actor, "corpus.indexed", {
+            "folder": report.folder, "fingerprint": report.fingerprint, "files": report.files,
+            "passages": report.passages, "code_passages": report.code_passages, "texts": report.texts,
+            "new": report.new, "cached": report.cached, "skipped_count": len(report.skipped),
+            "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped[:SKIPPED_AUDITED]],
+            "seconds": round(report.elapsed_s, 3)}))
+
+    @property
+    def corpus_index(self) -> IndexProgress | None:
+        """The corpus index as last reported (None before the start reads the corpus, and on a fleet without
+        built-in agents until an operator indexes it): for a listener that comes late."""
+        return self._corpus_index
+
+    async def reindex_corpus(self, operator: str) -> IndexReport:
+        """Reads the corpus folder again and embeds what changed, in a worker thread, with CorpusIndexProgress
+        events as at start. The built-in agents read the folder when they start: a changed file reaches their
+        answers when the fleet is started again. InputError while an index is under way."""
+        if self._indexing:
+            raise InputError("the corpus is being indexed already; wait until it is done")
+        self._indexing = True
+        work = self._spawn(asyncio.to_thread(self._index_corpus, asyncio.get_running_loop(), operator))
+        work.add_done_callback(lambda _task: setattr(self, "_indexing", False))
+        return await asyncio.shield(work)    # a cancelled caller leaves the thread to finish (aclose awaits it)
 
     async def _check_external(self, view: AgentView) -> None:
         """External agents are only marked down if they do not answer /health."""

@@ -17,6 +17,7 @@ if TYPE_CHECKING:   # only for annotations: the registry and the review queue im
     from .cascade.types import CascadeOutcome, StageScore
     from .stages.model import StageKind
     from .gateway.report import GatewayFlag
+    from .ingest.index import IndexProgress
     from .registry import AgentView
     from .review import ReviewItem
     from .trust import TrustUpdate
@@ -114,6 +115,14 @@ class SilencesChanged:
     """A silence was added or ended early: the silences active now. Expiry sends no event: each silence
     says when it ends (ends_at), and a listener re-reads its counts then."""
     silences: tuple["Silence", ...]
+    at: float
+
+
+@dataclass(frozen=True)
+class CorpusIndexProgress:
+    """The corpus index is being built or updated (at start, or again at an operator's request): how far it is,
+    a few times a second at most, and always how it ended (done, with when it was indexed, or failed and why)."""
+    progress: "IndexProgress"
     at: float
 
 

@@ -6,7 +6,9 @@ embeds what it meets while the operator waits. Indexing first moves that work ou
 pays only for text the corpus does not hold (what agents return from elsewhere, claims in other words). The
 cache is keyed by each text's content hash, so indexing again computes only passages and sentences that are
 new or changed. Prints files read, passages, code passages, files skipped and why, texts embedded and taken
-from the cache, and the time. Exit codes: 0 ok, 2 bad input (no such folder, no readable file).
+from the cache, and the time; the work itself is engine.ingest.index's, which also records when the folder was
+indexed (the console's Corpus panel shows it). It then fills the fleet's dense retrievers' and verifier's own
+caches (engine.ingest.agent_caches), which they would otherwise fill while the fleet starts. Exit codes: 0 ok, 2 bad input (no such folder, no readable file).
 """
 from __future__ import annotations
 
@@ -16,8 +18,7 @@ import time
 from pathlib import Path
 
 from .cli_common import EXIT_BAD_INPUT, EXIT_OK
-
-BATCH = 64
+from .ingest.index import IndexPhase, IndexProgress
 
 
 def add_parser(sub) -> None:
@@ -28,46 +29,76 @@ def add_parser(sub) -> None:
                        help="engine settings file: its [retrieval] embedder (default: config/engine.toml)")
 
 
-def _progress(done: int, total: int, started: float) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    sys.stderr.write(f"\rembedding [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} texts "
-                     f"{time.perf_counter() - started:5.1f} s")
-    sys.stderr.flush()
+class _Printer:
+    """What the shared indexer reports, as this command shows it: the folder's counts and skipped files once
+    reading is done, then a progress bar on stderr."""
+
+    def __init__(self) -> None:
+        self._read = False
+
+    def __call__(self, progress: IndexProgress) -> None:
+        if progress.phase is not IndexPhase.EMBEDDING:
+            return
+        if not self._read:
+            self._read = True
+            print(f"{progress.folder}: {progress.files} files read, {progress.passages} passages "
+                  f"({progress.code_passages} of code), {len(progress.skipped)} skipped, in {progress.elapsed_s:.1f} s")
+            for skipped in progress.skipped:
+                print(f"  skipped {skipped.path}: {skipped.reason}")
+            sys.stdout.flush()
+            return
+        width = 30
+        filled = int(width * progress.done / progress.total) if progress.total else width
+        sys.stderr.write(f"\rembedding [{'#' * filled}{'.' * (width - filled)}] {progress.done:,}/{progress.total:,} "
+                         f"texts {progress.elapsed_s:5.1f} s")
+        sys.stderr.flush()
 
 
 def run(args) -> int:
     from .config import load_fleet, load_settings
-    from .corpus import embedding_texts, load_corpus
     from .engine import default_cache_dir
     from .errors import ConfigError
+    from .ingest.index import index_corpus
     from .verify.embedders import EMBEDDERS, CachedEmbedder
 
-    started = time.perf_counter()
     try:
-        folder = args.dir or load_fleet(getattr(args, "fleet", None)).corpus_dir
+        fleet = load_fleet(getattr(args, "fleet", None))
+        folder = args.dir or fleet.corpus_dir
         settings = load_settings(getattr(args, "settings", None))
-        corpus = load_corpus(folder)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    files = {c.metadata["doc_id"] for c in corpus.chunks}
-    code = sum(c.metadata.get("kind") == "code" for c in corpus.chunks)
-    print(f"{corpus.root}: {len(files)} files read, {len(corpus.chunks)} passages ({code} of code), "
-          f"{len(corpus.skipped)} skipped, in {time.perf_counter() - started:.1f} s")
-    for skipped in corpus.skipped:
-        print(f"  skipped {skipped.path}: {skipped.reason}")
-    texts = embedding_texts(corpus.chunks)
-    embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), default_cache_dir() / "engine")
-    began = time.perf_counter()
+    cache_dir = default_cache_dir() / "engine"        # the engine's own cache and index record
+    embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), cache_dir)
     try:
-        for start in range(0, len(texts), BATCH):
-            embedder.embed_passages(texts[start:start + BATCH])
-            _progress(min(start + BATCH, len(texts)), len(texts), began)
+        report = index_corpus(folder, embedder, cache_dir, on_progress=_Printer())
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     finally:
         embedder.close()
     sys.stderr.write("\n")
-    print(f"embedded {embedder.misses:,} new texts, {embedder.hits:,} already in the cache "
-          f"({settings.retrieval.embedder}), in {time.perf_counter() - began:.1f} s; total "
-          f"{time.perf_counter() - started:.1f} s")
+    print(f"embedded {report.new:,} new texts, {report.cached:,} already in the cache "
+          f"({settings.retrieval.embedder}), in {report.embed_s:.1f} s; total {report.elapsed_s:.1f} s")
+    _fill_agent_caches(fleet, folder)
     return EXIT_OK
+
+
+def _fill_agent_caches(fleet, folder: Path) -> None:
+    """The fleet's dense retrievers and verifier embed the corpus when they start: done here instead, into the
+    caches they read, so the next fleet start on this folder is quick."""
+    from .corpus import load_corpus
+    from .engine import default_cache_dir
+    from .ingest import agent_caches
+    began = time.perf_counter()
+    work = agent_caches.plan(fleet.agents, load_corpus(folder).chunks)
+
+    def bar(model: str, done: int, total: int) -> None:
+        filled = int(30 * done / total) if total else 30
+        sys.stderr.write(f"\ragents' {model} [{'#' * filled}{'.' * (30 - filled)}] {done:,}/{total:,} texts "
+                         f"{time.perf_counter() - began:5.1f} s")
+        sys.stderr.flush()
+    for cache in agent_caches.fill(work, default_cache_dir(), bar):
+        sys.stderr.write("\n")
+        print(f"agents' cache {cache.model} ({', '.join(cache.agents)}): {cache.new:,} new of {cache.texts:,} texts")
+    print(f"agents' caches filled in {time.perf_counter() - began:.1f} s")

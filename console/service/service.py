@@ -1,7 +1,7 @@
 """EngineService: the console's only door into the engine.
 
 It grows by feature: one small adapter per feature (`fleet`, `questions`, `reviews`, `trust`, `alerts`,
-`cascade`, `gateway`, `traces`, `memory`, `tools`) over one shared task-and-error core (core.py). Each
+`cascade`, `gateway`, `traces`, `memory`, `tools`, `corpus`) over one shared task-and-error core (core.py). Each
 adapter's methods schedule coroutines on the running asyncio (qasync) loop and its results come back
 out as that adapter's Qt signals (`service.memory.sig_loaded`, ...). Every failure goes through
 `report_error`, which logs it and emits sig_error; nothing raises into Qt and no modal dialog is ever
@@ -23,11 +23,12 @@ from engine import AgentState, Engine
 from engine.events import (AgentChanged, CascadeResolved, CascadeScored, EngineReady, GatewayFlagged, QuestionReceived,
                            ReviewEnqueued, StageProgressed, TrustUpdated)
 from engine.events import AlertChanged, AlertsRaised, SilencesChanged
-from engine.events import DemoTrafficChanged
+from engine.events import CorpusIndexProgress, DemoTrafficChanged
 
 from .alerts import AlertsAdapter
 from .audit import AuditAdapter
 from .cascade import CascadeAdapter
+from .corpus import CorpusAdapter
 from .demo import DemoAdapter
 from .core import Phase, ServiceCore
 from .fleet import FleetAdapter
@@ -60,11 +61,12 @@ class EngineService(ServiceCore):
         self.memory = MemoryAdapter(self)
         self.tools = ToolsAdapter(self)
         self.demo = DemoAdapter(self, ready=self.sig_ready)
+        self.corpus = CorpusAdapter(self)
         # After each of these the audit trail holds new events: the Audit panel reads it again (coalesced).
         self.audit = AuditAdapter(self, grows_on=(self.trust.sig_updated, self.gateway.sig_flagged,
                                                   self.reviews.sig_changed, self.alerts.sig_changed,
                                                   self.alerts.sig_silences, self.memory.sig_changed,
-                                                  self.tools.sig_changed))
+                                                  self.tools.sig_changed, self.corpus.sig_finished))
         # The one table from engine event types to what the console does with them.
         self._routes: dict[type, Callable[[object], None]] = {
             AgentChanged: self._on_agent_changed,
@@ -77,6 +79,7 @@ class EngineService(ServiceCore):
             CascadeResolved: self.cascade.sig_resolved.emit,
             GatewayFlagged: self.gateway.sig_flagged.emit,
             DemoTrafficChanged: self.demo.on_changed,
+            CorpusIndexProgress: self.corpus.on_progress,
             AlertsRaised: self.alerts.on_raised,
             AlertChanged: self.alerts.on_changed,
             SilencesChanged: self.alerts.on_silences,

@@ -138,6 +138,7 @@ class FakeEngine:
         self.audit_log = FakeAuditLog(audit_rows)
         self.memory = FakeMemory()
         self.tools = FakeTools()
+        self.corpus_index = None            # the corpus index's latest progress (a test sets it, or emits events)
         self.closed = False
 
     # --- events ------------------------------------------------------------------------------
@@ -167,6 +168,9 @@ class FakeEngine:
 
     def agents(self) -> tuple[AgentView, ...]:
         return tuple(self._agents.values())
+
+    async def reindex_corpus(self, operator: str):
+        self._record("reindex_corpus", operator)
 
     # --- questions -----------------------------------------------------------------------------
     async def ask(self, question: str, tier: RiskTier | None = None, trace_id: str | None = None) -> Answer:
