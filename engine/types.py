@@ -309,6 +309,8 @@ class Citation:
     source: str
     title: str
     text: str
+    kind: str = ""           # the chunk's metadata `kind` (prose | table | code; "" when the corpus does not say)
+    section: str = ""        # its metadata `section`: the headings above it, joined with " › "
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from ..layout import read_only_table
 from ..table_model import RIGHT, Column, RecordTableModel
 from .evidence import (CANDIDATE_COLUMNS, CHECK_CLAIM_COLUMN, CHECK_COLUMNS, CHECK_REASON_COLUMN, PASSAGE_COLUMNS, PASSAGE_FLAGS_COLUMN,
                        PASSAGE_NOTE_COLUMN, PASSAGE_TITLE_COLUMN, FlagChipsDelegate, PassageRow, candidate_html, claim_check_html, failing,
-                       kept_out_background, outcome_html, passage_html, passage_rows, passages_by_id,
-                       reference_passage)
+                       kept_out_background, outcome_html, passage_html, passage_rows, passage_text_html,
+                       passages_by_id, reference_passage)
 
 OUTCOME_COLUMNS: tuple[Column[AgentOutcome], ...] = (
     Column("Agent", lambda o: o.agent_id, bold=lambda o: True),
@@ -57,7 +57,7 @@ def citation_html(citation: Citation) -> str:
     return (f"<h3 style='margin:0'>{esc(citation.title or citation.chunk_id)}</h3>"
             f"<p style='{style.fg('muted')}; margin-top:4px'>Source: {esc(citation.source or 'unknown')}"
             f"<br>Chunk: <code>{esc(citation.chunk_id)}</code></p>"
-            f"<p style='white-space:pre-wrap'>{esc(citation.text)}</p>")
+            + passage_text_html(citation.text, citation.kind, citation.section))
 
 
 def _evidence_table(model: RecordTableModel, stretch_column: int | None = None) -> QTableView:

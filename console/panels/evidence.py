@@ -16,7 +16,8 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from engine import AgentOutcome, Candidate, ChallengeOutcome, ContextChunk
+from engine import AgentOutcome, Candidate, ChallengeOutcome, Chunk, ContextChunk
+from engine.text import sentences
 
 from .. import style
 from ..table_model import CENTER, RIGHT, VALUE_ROLE, Column
@@ -256,6 +257,37 @@ def diff_html(original: str, changed: str) -> str:
     return " ".join(out)
 
 
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
+def section_html(section: str) -> str:
+    """The headings above a passage (" › " between them), as a small muted line."""
+    return f"<p style='{style.fg('muted')}; font-size:small; margin:0'>{esc(section)}</p>" if section.strip() else ""
+
+
+def passage_text_html(text: str, kind: str = "", section: str = "") -> str:
+    """A passage set out as its document had it (engine.ingest's chunk metadata `kind` and `section`): the section
+    above; code in a monospace block, its line breaks kept; a table one row per line; prose in paragraphs. Every
+    piece is escaped: a passage is data, never markup or a link."""
+    if kind == "code":
+        family = re.sub(r"[\"'<>&;]", "", style.monospace_font().family())    # the system's name, made inert
+        body = f"<pre style=\"white-space:pre-wrap; font-family:'{family}'\">{esc(text)}</pre>"
+    elif kind == "table":
+        rows = [line for line in text.splitlines() if line.strip()]
+        rows = rows if len(rows) > 1 else sentences(text)       # rows joined by spaces: one per sentence
+        body = "<p>" + "<br>".join(esc(row.strip()) for row in rows) + "</p>"
+    else:
+        body = "".join(f"<p>{esc(' '.join(paragraph.split()))}</p>"
+                       for paragraph in _PARAGRAPH_BREAK.split(text) if paragraph.strip())
+    return section_html(section) + body
+
+
+def chunk_text_html(chunk: Chunk) -> str:
+    """A chunk's text by passage_text_html; its metadata comes from an agent, so only known kinds count."""
+    meta = chunk.metadata
+    return passage_text_html(chunk.text, str(meta.get("kind") or ""), str(meta.get("section") or ""))
+
+
 def passage_html(row: PassageRow, reference: ContextChunk | None = None) -> str:
     chunk, explanation = row.passage.chunk, row.passage.explanation
     colour = style.tones().bad.name() if row.kept_out else style.tones().good.name()
@@ -267,11 +299,12 @@ def passage_html(row: PassageRow, reference: ContextChunk | None = None) -> str:
         parts.append(f"<br><b>Why:</b> {esc(row.note)}")
     parts.append("</p>")
     if reference is not None:
+        parts.append(section_html(str(chunk.metadata.get("section") or "")))
         parts.append(f"<p style='{style.fg('muted')}'>Changes from the text in context "
                      f"(<s>original</s> <span style='{style.bg('highlight_tint')}; {style.fg('bad')}'>edited</span>):</p>"
                      f"<p>{diff_html(reference.chunk.text, chunk.text)}</p>")
     else:
-        parts.append(f"<p style='white-space:pre-wrap'>{esc(chunk.text)}</p>")
+        parts.append(chunk_text_html(chunk))
     facts = [f"returned by {esc(', '.join(row.passage.supported_by) or 'no agent')}"]
     if row.passage.disputed_by:
         facts.append(f"other text under this id from {esc(', '.join(row.passage.disputed_by))}")
@@ -320,7 +353,7 @@ def claim_check_html(check, passages: Mapping[str, PassageRow]) -> str:
             continue
         where = ("<span style='color:%s'>kept out</span>" % style.tones().bad.name()) if row.kept_out else "in context"
         parts.append(f"<p><b>[{esc(chunk_id)}]</b> {esc(row.passage.chunk.title)} — {where}</p>"
-                     f"<p style='white-space:pre-wrap; {style.fg('text')}'>{esc(row.passage.chunk.text)}</p>")
+                     + chunk_text_html(row.passage.chunk))
     return "".join(parts)
 
 

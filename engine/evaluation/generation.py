@@ -145,6 +145,7 @@ def make_lie(profile: Profile, item: Prepared, seed: int = 0) -> Lie | Skip:
         lie = role_swap(q.question, sentence, chunk)
     elif kind is LieKind.TRUE_IRRELEVANT:
         lie = true_irrelevant(q.question, item.chunks, item.supporting, q.answers,
+                              [c.text for g in item.honest.values() for c in g.claims] +
                               [g.answer for g in item.honest.values()])
     else:
         lie = wrong_relevant(q.question, sentence, chunk_id, item.chunks, item.supporting, q.answers, rng,

@@ -214,7 +214,8 @@ class ParaphraseGenerator:
         if not quoted.answer:
             return quoted
         claims = tuple(Claim(paraphrase(c.text).text, c.citations) for c in quoted.claims)
-        return Generation(answer=paraphrase(quoted.answer).text,
+        # Sentence by sentence: an extractive answer may be two sentences that belong together.
+        return Generation(answer=" ".join(paraphrase(s).text for s in sentences(quoted.answer)),
                           reasoning=quoted.reasoning[:-1] + ("The answer restates that sentence in other words.",),
                           claims=claims, confidence=quoted.confidence)
 

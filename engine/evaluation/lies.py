@@ -236,7 +236,9 @@ def _listed_together(sentence: str, a: "Entity", b: "Entity") -> bool:
 
 def true_irrelevant(question: str, context: Sequence[Chunk], supporting: frozenset[str], gold: Sequence[str],
                     honest_answers: Sequence[str]) -> Lie | Skip:
-    """The most question-like sentence of a passage HotpotQA marks as not supporting the answer."""
+    """The most question-like sentence of a passage HotpotQA marks as not supporting the answer, and none the
+    honest generators said (honest_answers: their answers and each of their claims, since an answer may be two
+    sentences)."""
     said = {text_key(a) for a in honest_answers}
     for scored in rank_sentences(question, context):
         if scored.chunk_id in supporting or text_key(scored.text) in said:
