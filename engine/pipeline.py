@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 from .agents.client import AgentClient, CallResult, outcome, with_mode
 from .config import EngineSettings
@@ -69,6 +69,9 @@ class Pipeline:
         self.gateway = gateway
         self.tools = None        # the tool broker (engine.gateway.tools), set by the engine
         self.memory = None       # agents' memory (engine.memory), set by the engine
+        # The indexed corpus's passages (id → content hash), set by the engine once it has indexed them: a passage
+        # the gateway blocks that is the corpus's own text is the document's doing, not its carrier's.
+        self.corpus_hashes: Mapping[str, str] = {}
         self._sessions: dict[str, GatewaySession] = {}    # questions in flight, by trace id
         self._late: set[asyncio.Task] = set()             # calls going on past their question's deadline
         self.on_late: Callable[[AgentOutcome, str], None] | None = None   # the engine audits each (set by it)
@@ -253,7 +256,9 @@ class Pipeline:
             text = decision.chosen.generation.answer if decision.chosen else ""
             cited = ({cid for claim in decision.chosen.generation.claims for cid in claim.citations}
                      if decision.chosen else set())
-            citations = tuple(Citation(c.chunk.id, c.chunk.source, c.chunk.title, c.chunk.text)
+            citations = tuple(Citation(c.chunk.id, c.chunk.source, c.chunk.title, c.chunk.text,
+                                       kind=str(c.chunk.metadata.get("kind") or ""),
+                                       section=str(c.chunk.metadata.get("section") or ""))
                               for c in report.context if c.chunk.id in cited)
         session.note(TraceKind.DECISION, "engine", "operator", f"{verdict.value}: {text or reason}",
                      data={"verdict": verdict.value})
@@ -311,7 +316,8 @@ class Pipeline:
             # Every passage passes the gateway as data from outside, whatever its retriever claims.
             trust = {v.spec.id: lowest(v.spec.trust, TrustLevel.EXTERNAL) for v in retrievers}
             screened = await asyncio.to_thread(lambda: {
-                r.outcome.agent_id: session.passages(r.outcome.agent_id, r.value, trust[r.outcome.agent_id])
+                r.outcome.agent_id: session.passages(r.outcome.agent_id, r.value, trust[r.outcome.agent_id],
+                                                     self.corpus_hashes)
                 for r in retrieved if r.value is not None})
             timings["gateway_passages"] = timings.get("gateway_passages", 0.0) + _ms(started)
             started = time.perf_counter()

@@ -4,7 +4,9 @@ injection_blocked   the gateway BLOCKED at least one message of the question. On
                     agent: a flag's source when it names an agent that took part in the question (a
                     stage's output names its agents comma-separated). Blocked messages no agent carried
                     (a tool's result, the engine's own stage) raise one alert with agent "" that names
-                    their sources. Sanitised and escalated messages raise none: they passed, or a person
+                    their sources, and so do blocked passages that are the indexed corpus's own text
+                    (GatewayFlag.from_corpus: the document says it, whoever returned it). Sanitised and
+                    escalated messages raise none: they passed, or a person
                     decides them in the approval queue. A blocked question never makes an Answer (the
                     operator is told at once), so it raises nothing here.
 cascade_triggered   the cascade monitor fired. One alert per agent the monitors blamed at the stage
@@ -59,7 +61,9 @@ def injection_alerts(answer: Answer, at: float) -> tuple[NewAlert, ...]:
     agents = {o.agent_id for o in answer.agents}
     by_carrier: dict[str, list[GatewayFlag]] = {}
     for flag in report.blocked:
-        carriers = [s for s in (p.strip() for p in flag.source.split(",")) if s in agents] or [""]
+        # The corpus's own text is the document's doing: one alert with no agent, whoever returned it.
+        carriers = [] if flag.from_corpus else [s for s in (p.strip() for p in flag.source.split(",")) if s in agents]
+        carriers = carriers or [""]
         for carrier in carriers:
             by_carrier.setdefault(carrier, []).append(flag)
     return tuple(NewAlert(AlertKind.INJECTION_BLOCKED, carrier, _injection_message(carrier, flags),
@@ -74,6 +78,8 @@ def _injection_message(carrier: str, flags: list[GatewayFlag]) -> str:
     top = max(flags, key=lambda f: f.score)
     sources = ", ".join(sorted({plain(f.source, 40) for f in flags}))
     who = plain(carrier) if carrier else f"no agent (from {sources})"
+    if not carrier and all(f.from_corpus for f in flags):
+        who = f"the corpus's own documents, returned as they are by {sources}, so no agent is blamed"
     items = _unique(plain(f.item, 60) for f in flags if f.item)
     shown = f"; items {', '.join(items[:MAX_ITEMS])}{' …' if len(items) > MAX_ITEMS else ''}" if items else ""
     return (f"the gateway blocked {len(flags)} message(s) carried by {who} ({what}; {channels} channel{shown}), "

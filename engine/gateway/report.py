@@ -61,13 +61,16 @@ class GatewayFlag:
     excerpt: str                 # the start of the message, as plain text
     at: float
     item: str = ""               # what it was: a chunk id, a memory key, a tool name
+    # A passage whose text is the indexed corpus's own under its id: the operator's document says it, and the
+    # retriever that returned it only carried it faithfully (still blocked; no carrier is blamed for it).
+    from_corpus: bool = False
 
     @classmethod
-    def of(cls, screening: Screening, at: float) -> "GatewayFlag":
+    def of(cls, screening: Screening, at: float, from_corpus: bool = False) -> "GatewayFlag":
         env = screening.envelope
         return cls(env.trace_id, env.parent_trace_id, env.source, env.target, env.kind.value, env.trust,
                    env.channel.value, screening.action, screening.score, screening.evidence,
-                   excerpt(env.content), at, str(env.meta.get("item") or env.meta.get("key") or ""))
+                   excerpt(env.content), at, str(env.meta.get("item") or env.meta.get("key") or ""), from_corpus)
 
 
 @dataclass(frozen=True)

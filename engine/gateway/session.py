@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Callable, Iterable, Mapping, Any
 
+from ..corpus import content_hash
 from ..text import shorten
 from ..types import Chunk, Generation, TrustLevel
 from .decision import Action, Screening
@@ -59,15 +60,15 @@ class GatewaySession:
         return screening
 
     def message(self, source: str, target: str, content: str, trust: TrustLevel, kind: MessageKind, *,
-                item: str = "", parent: str = "") -> Screening:
+                item: str = "", parent: str = "", from_corpus: bool = False) -> Screening:
         """Screens one message and logs it in the trace (and as a flag when it did not pass unchanged)."""
         env = Envelope(source, target, content, trust, kind, parent_trace_id=parent or self.trace_id,
                        meta={"item": item} if item else {})
-        return self.screen(env)
+        return self.screen(env, from_corpus=from_corpus)
 
-    def screen(self, env: Envelope) -> Screening:
+    def screen(self, env: Envelope, *, from_corpus: bool = False) -> Screening:
         """Screens an envelope built elsewhere (the memory store's writes, the tool broker's messages) and
-        logs it in this question's trace like the pipeline's own."""
+        logs it in this question's trace like the pipeline's own. from_corpus: see GatewayFlag."""
         screening = self._screen(env)
         now = self.clock()
         kind, item, source, target, trust, content = (env.kind, str(env.meta.get("item") or env.meta.get("key") or ""),
@@ -83,18 +84,23 @@ class GatewaySession:
         with self._lock:
             self._events.append(event)
             if screening.flagged:
-                self._flags.append(GatewayFlag.of(screening, now))
+                self._flags.append(GatewayFlag.of(screening, now, from_corpus))
         return screening
 
     def question(self, text: str, operator: str = "operator") -> Screening:
         return self.message(operator, "engine", text, TrustLevel.USER, MessageKind.QUESTION)
 
-    def passages(self, agent_id: str, chunks: Iterable[Chunk], trust: TrustLevel) -> tuple[Chunk, ...]:
+    def passages(self, agent_id: str, chunks: Iterable[Chunk], trust: TrustLevel,
+                 corpus: Mapping[str, str] | None = None) -> tuple[Chunk, ...]:
         """A retriever's chunks as the engine will use them: blocked ones dropped, sanitised ones
-        cleaned, every one stamped with its trust level and carrier (and nothing else the engine reserves)."""
+        cleaned, every one stamped with its trust level and carrier (and nothing else the engine reserves).
+        corpus: the indexed corpus's passages (id → content hash), to tell a document's own text from what an
+        agent wrote into it."""
         kept = []
         for chunk in chunks:
-            screening = self.message(agent_id, "engine", chunk.text, trust, MessageKind.PASSAGE, item=chunk.id)
+            own = corpus is not None and corpus.get(chunk.id) == content_hash(chunk.text)
+            screening = self.message(agent_id, "engine", chunk.text, trust, MessageKind.PASSAGE, item=chunk.id,
+                                     from_corpus=own)
             if not screening.passes:
                 continue
             metadata = {k: v for k, v in chunk.metadata.items() if k not in RESERVED_METADATA}

@@ -67,12 +67,14 @@ def observations(answer: Answer, *, local_verifier: str = LOCAL_VERIFIER) -> lis
 
 def _gateway(answer: Answer, ledger: _Ledger) -> None:
     """A message the gateway blocked counts against the agent that carried it (the scanners are the
-    engine's own check). Sanitised and escalated messages do not: they passed, or a person decides."""
+    engine's own check). Sanitised and escalated messages do not: they passed, or a person decides. Nor does a
+    passage that is the indexed corpus's own text: every honest retriever returns the document as it is, and
+    blaming them for it quarantined a whole fleet on real READMEs (a bibtex request read as an instruction)."""
     report = answer.gateway
     if report is None or not report.blame_carrier:
         return
     roles = {o.agent_id: o.role for o in answer.agents}
-    for agent in sorted({f.source for f in report.blocked if f.source in roles}):
+    for agent in sorted({f.source for f in report.blocked if f.source in roles and not f.from_corpus}):
         ledger.add(agent, roles[agent], EvidenceReason.CARRIED_INJECTION, engine_checked=True, witnesses=frozenset())
 
 
