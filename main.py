@@ -22,7 +22,7 @@ def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     parser.add_argument("--settings", type=Path, default=default,
                         help="engine settings file (default: config/engine.toml)")
     parser.add_argument("--corpus", type=Path, default=default,
-                        help="folder of .md/.txt files the built-in retrievers index")
+                        help="folder of your own .md, .txt, .html and .pdf files the built-in agents read")
     parser.add_argument("--db", type=Path, default=default, help="SQLite file (default: user data dir, or $QUORUM_DB)")
 
 

@@ -37,7 +37,7 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 def add_eval_parser(sub) -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluations on public data: retrieval poisoning (HotpotQA + PoisonedRAG), "
                                      "trusted generation (HotpotQA)")
-    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation,cascade,injection,faults}")
+    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation,cascade,injection,faults,documents}")
     commands.required = True
     convert = commands.add_parser("convert", help="write the poisoning cases as JSON Lines")
     _sources(convert)
@@ -80,7 +80,23 @@ def add_eval_parser(sub) -> argparse.ArgumentParser:
     _add_cascade_parser(commands)
     _add_injection_parser(commands)
     _add_faults_parser(commands)
+    _add_documents_parser(commands)
     return ev
+
+
+def _add_documents_parser(commands) -> None:
+    docs = commands.add_parser("documents", help="the built-in fleet on real documents: installed packages' Markdown "
+                                                 "READMEs and HotpotQA paragraphs as files; answers judged, markup "
+                                                 "counted, cold and warm latency beside the demo corpus (issue #14)")
+    docs.add_argument("--hotpot", type=Path,
+                      help="HotpotQA sample (default: ../shared/data/hotpotqa_dev_sample.jsonl)")
+    docs.add_argument("--hotpot-questions", type=int, default=50, metavar="N",
+                      help="HotpotQA questions to ask (default 50; 0 skips HotpotQA); the corpus holds the "
+                           "paragraphs of every question of the sample")
+    docs.add_argument("--json", type=Path, help="write the summary here, with .md and .cases.jsonl beside it "
+                                                "(default: reports/documents/documents.json)")
+    docs.add_argument("--fleet", type=Path, help="fleet file (default: config/fleet.toml); its corpus is replaced")
+    docs.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
 
 
 def _add_faults_parser(commands) -> None:
@@ -187,6 +203,9 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.eval_command == "faults":
         from .faults import run
         return run(args)
+    if args.eval_command == "documents":
+        from .documents import run as run_documents
+        return run_documents(args)
     return _retrieval(args)
 
 
