@@ -75,10 +75,31 @@ def companion(best: str, chunk: Chunk, wanted: set[str]) -> Companion | None:
     return None
 
 
+def stands_alone(sentence: str) -> bool:
+    """Whether a sentence can be an answer at all: not one that announces what follows it ("To install
+    Hypothesis:", a list or code comes next), nor a fragment of one or two words (a heading, a label)."""
+    return not sentence.rstrip().endswith(":") and len(sentence.split()) >= 3
+
+
+def lead_first(ranked: list[ScoredSentence], context: tuple[Chunk, ...]) -> list[ScoredSentence]:
+    """Among the sentences that share the best one's question words, a document's earlier passage first: a
+    README says what a package is before how to test it, and "What is fsspec for?" shares one word with both.
+    Passages of different documents keep their order (position is within a document)."""
+    if not ranked:
+        return ranked
+    position = {c.id: c.metadata.get("position", 0) for c in context}
+    document = {c.id: c.metadata.get("doc_id", c.id) for c in context}
+    top = ranked[0]
+    rivals = [s for s in ranked if s.shared == top.shared and document.get(s.chunk_id) == document.get(top.chunk_id)]
+    lead = min(rivals, key=lambda s: (position.get(s.chunk_id, 0), rivals.index(s)))
+    return [lead] + [s for s in ranked if s is not lead]
+
+
 class ExtractiveGenerator:
     def generate(self, query: str, context: tuple[Chunk, ...]) -> Generation:
         wanted = set(content_words(query))
-        ranked = rank_sentences(query, tuple(c for c in context if not is_code(c)))
+        ranked = lead_first([s for s in rank_sentences(query, tuple(c for c in context if not is_code(c)))
+                             if stands_alone(s.text)], context)
         if not ranked or not wanted or not ranked[0].shared:
             code = rank_sentences(query, tuple(c for c in context if is_code(c)))
             if code and wanted and code[0].shared:
@@ -91,7 +112,8 @@ class ExtractiveGenerator:
         conflict = dated_conflict(query, context)
         if conflict is not None and ranked[0].chunk_id != conflict.newer.chunk_id:
             # Sources of different dates give different values: answer from the newest authoritative one.
-            newer = next(s for s in ranked if s.chunk_id == conflict.newer.chunk_id and s.text == conflict.newer.text)
+            newer = next((s for s in ranked if s.chunk_id == conflict.newer.chunk_id and s.text == conflict.newer.text),
+                         ScoredSentence(conflict.newer.text, conflict.newer.chunk_id, ranked[0].score, ranked[0].shared))
             generation = self.answer_from(ranked, newer, wanted, context)
             return Generation(answer=generation.answer, reasoning=generation.reasoning + (conflict.describe() + ".",),
                               claims=generation.claims, confidence=generation.confidence)

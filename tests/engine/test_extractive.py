@@ -72,3 +72,26 @@ def test_headings_table_rows_and_markup_are_not_joinable():
     assert not joinable("Tool: Atlas; Licence: MIT.")           # a table row read as text
     assert not joinable("# Usage of the tool.")                 # markup
     assert not joinable("See below.\nThen run it.")             # two blocks
+
+
+def test_a_sentence_that_announces_what_follows_or_a_fragment_is_never_the_answer():
+    from engine.agents.extractive import stands_alone
+    assert not stands_alone("To install Hypothesis:") and not stands_alone("Narwhals.")
+    assert stands_alone("Hypothesis is a library for property-based testing.")
+    announce = Chunk("hyp#install-0", "To install Hypothesis:", metadata={"doc_id": "hyp", "position": 0})
+    prose = Chunk("hyp#install-1", "Hypothesis is easy to install with pip on every platform.",
+                  metadata={"doc_id": "hyp", "position": 1})
+    gen = ExtractiveGenerator().generate("How do I install Hypothesis?", (announce, prose))
+    assert gen.answer == "Hypothesis is easy to install with pip on every platform."
+
+
+def test_a_document_s_earlier_passage_answers_when_both_share_the_same_question_words():
+    testing = Chunk("fsspec#develop-0", "fsspec uses GitHub Actions for CI.", metadata={"doc_id": "fsspec", "position": 5})
+    lead = Chunk("fsspec#0", "Filesystem Spec (fsspec) is a project to provide a unified pythonic interface to all "
+                             "kinds of file systems.", metadata={"doc_id": "fsspec", "position": 0})
+    other = Chunk("s3fs#0", "s3fs builds on fsspec.", metadata={"doc_id": "s3fs", "position": 0})
+    gen = ExtractiveGenerator().generate("What is fsspec for?", (testing, other, lead))
+    assert gen.claims[0].citations == ("fsspec#0",)
+    # Another document's passage keeps its place: position counts only within a document.
+    gen = ExtractiveGenerator().generate("What is fsspec for?", (other, testing, lead))
+    assert gen.claims[0].citations == ("s3fs#0",)
