@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("out", type=Path, help="PNG file to write")
     parser.add_argument("--fleet", type=Path, help="fleet file (default: config/fleet.toml)")
     parser.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
-    parser.add_argument("--corpus", type=Path, help="folder of .md/.txt files for the built-in retrievers")
+    parser.add_argument("--corpus", type=Path, help="folder of your own .md, .txt, .html and .pdf files for the built-in agents")
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--tier", choices=["auto", "low", "medium", "high"], default="auto")
     parser.add_argument("--db", type=Path, help="SQLite file (default: a temporary one)")

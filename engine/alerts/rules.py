@@ -78,10 +78,13 @@ def _injection_message(carrier: str, flags: list[GatewayFlag]) -> str:
     top = max(flags, key=lambda f: f.score)
     sources = ", ".join(sorted({plain(f.source, 40) for f in flags}))
     who = plain(carrier) if carrier else f"no agent (from {sources})"
-    if not carrier and all(f.from_corpus for f in flags):
-        who = f"the corpus's own documents, returned as they are by {sources}, so no agent is blamed"
     items = _unique(plain(f.item, 60) for f in flags if f.item)
     shown = f"; items {', '.join(items[:MAX_ITEMS])}{' …' if len(items) > MAX_ITEMS else ''}" if items else ""
+    if not carrier and all(f.from_corpus for f in flags):
+        return (f"the gateway blocked {len(items) or len(flags)} passage(s) of the corpus's own documents that read "
+                f"like instructions ({', '.join(items[:MAX_ITEMS])}{' …' if len(items) > MAX_ITEMS else ''}); "
+                f"{sources} returned them as they are, so no agent is blamed. Top score {top.score:.2f}: "
+                f"“{plain(top.excerpt, EXCERPT_CHARS)}”")
     return (f"the gateway blocked {len(flags)} message(s) carried by {who} ({what}; {channels} channel{shown}), "
             f"top score {top.score:.2f}: “{plain(top.excerpt, EXCERPT_CHARS)}”")
 

@@ -65,6 +65,7 @@ class Asked:
     timings_ms: dict[str, float]
     citations: tuple[str, ...]
     error: str = ""
+    blocked_corpus: tuple[str, ...] = ()   # the corpus's own passages the gateway blocked (read as instructions)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Judged:
     nearest_own: bool | None = None        # packages: of all Summaries, the answer's nearest is its own
     answer_ok: bool | None = None          # packages: given, and ok by overlap or by nearest Summary
     error: str = ""
+    blocked_corpus: tuple[str, ...] = ()   # the corpus's own passages the gateway blocked for this question
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -116,9 +118,10 @@ async def ask_all(engine, asks: Sequence[Ask], run: str, progress: Progress) -> 
             out.append(Asked(ask, run, "error", "", (time.perf_counter() - started) * 1000, {}, (),
                              f"{type(exc).__name__}: {exc}"))
             continue
+        blocked = sorted({f.item for f in (answer.gateway.blocked if answer.gateway else ()) if f.from_corpus})
         out.append(Asked(ask, run, answer.verdict.value, answer.answer, (time.perf_counter() - started) * 1000,
                          {k: float(v) for k, v in answer.timings_ms.items()},
-                         tuple(c.chunk_id for c in answer.citations)))
+                         tuple(c.chunk_id for c in answer.citations), blocked_corpus=tuple(blocked)))
         if number % 10 == 0 or number == len(asks):
             progress(f"  {ask.corpus} {run}: {number}/{len(asks)} questions, p50 "
                      f"{quantile([a.latency_ms for a in out], 0.5):.0f} ms")
@@ -197,7 +200,8 @@ def judge(asked: Sequence[Asked], vectors: dict[str, np.ndarray] | None = None) 
         row = Judged(corpus=ask.corpus, id=ask.id, split=split_of(ask.id), question=ask.question, gold=" | ".join(ask.gold),
                      verdict=warm.verdict, answer=warm.answer, citations=warm.citations,
                      cold_ms=round(cold.latency_ms, 1), warm_ms=round(warm.latency_ms, 1),
-                     markup=given and has_markup(warm.answer), error=warm.error)
+                     markup=given and has_markup(warm.answer), error=warm.error,
+                     blocked_corpus=warm.blocked_corpus)
         if ask.corpus == "packages":
             overlap = summary_overlap(warm.answer, ask.gold[0]) if given else 0.0
             similarity = nearest_own = None
@@ -239,6 +243,10 @@ def _rates(rows: Sequence[Judged]) -> dict[str, Any]:
         "p50_ms_cold": round(quantile(cold, 0.5), 1), "p95_ms_cold": round(quantile(cold, 0.95), 1),
         "p50_ms_warm": round(quantile(warm, 0.5), 1), "p95_ms_warm": round(quantile(warm, 0.95), 1),
         "errors": sum(bool(r.error) for r in rows),
+        # The gateway blocks a document's own text that reads like an instruction ("please cite", "run black"):
+        # safe, but the answer loses that passage.
+        "corpus_blocked_question_rate": _share(sum(bool(r.blocked_corpus) for r in rows), n),
+        "corpus_passages_blocked": sorted({item for r in rows for item in r.blocked_corpus}),
     }
     if rows and rows[0].corpus == "packages":
         judged = [r for r in given if r.similarity is not None]

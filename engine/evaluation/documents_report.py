@@ -94,6 +94,12 @@ def markdown(result: Mapping[str, Any]) -> str:
     lines += _examples("Answers with markup", [r for r in rows if r["markup"]], "gold")
     lines += _examples("HotpotQA answered wrong", [r for r in hotpot if r["verdict"] == "answered" and not r["correct"]],
                        "gold")
+    blocked = [(name, result[name]) for name in CORPORA if result.get(name, {}).get("corpus_passages_blocked")]
+    if blocked:
+        lines += ["", "### The corpus's own passages the gateway blocked (read as instructions; no agent blamed)", ""]
+        lines += [f"- {name}: {len(c['corpus_passages_blocked'])} passages, on "
+                  f"{_cell(c['corpus_blocked_question_rate'])} of its questions: "
+                  f"{', '.join(_clip(i, 60) for i in c['corpus_passages_blocked'][:EXAMPLES])}" for name, c in blocked]
     skipped = [s for name in CORPORA for s in result.get(name, {}).get("skipped", ())]
     if skipped:
         lines += ["", "### Files skipped", ""] + [f"- {_clip(s['path'], 80)}: {_clip(s['reason'], 120)}" for s in skipped]

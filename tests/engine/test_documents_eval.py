@@ -88,12 +88,16 @@ def test_a_package_answer_is_ok_by_content_words_or_by_its_nearest_summary_and_n
 
 
 def test_a_hotpot_answer_is_right_when_it_contains_the_gold_answer_and_markup_is_counted_only_when_given():
-    asked = [_asked("hotpotqa", "q1", "Ann Lee", "It was Ann Lee."), _asked("hotpotqa", "q2", "Ann Lee", "Bob."),
+    import dataclasses
+    asked = [_asked("hotpotqa", "q1", "Ann Lee", "It was Ann Lee."),
+             dataclasses.replace(_asked("hotpotqa", "q2", "Ann Lee", "Bob."), blocked_corpus=("bib#0",)),
              _asked("hotpotqa", "q3", "Ann Lee", "## Ann Lee", verdict="abstained")]
     rows = {r.id: r for r in judge(asked)}
     assert rows["q1"].correct and not rows["q2"].correct and not rows["q3"].correct
     assert not rows["q3"].markup
-    assert summarise_corpus(list(rows.values()), {"files": 1, "passages": 1, "index_s": 0.1})["accuracy"] == 0.3333
+    summary = summarise_corpus(list(rows.values()), {"files": 1, "passages": 1, "index_s": 0.1})
+    assert summary["accuracy"] == 0.3333
+    assert summary["corpus_blocked_question_rate"] == 0.3333 and summary["corpus_passages_blocked"] == ["bib#0"]
 
 
 def test_the_report_keeps_the_rows_apart_and_shows_failures_per_split(tmp_path):
