@@ -28,7 +28,7 @@ id = "gen-slow"
 role = "generator"
 backend = "extractive"
 timeout_s = 20
-fault = { kind = "slow", delay_s = 10.0 }
+fault = { kind = "slow", delay_s = 5.0 }
 """
 
 
@@ -56,7 +56,7 @@ async def test_a_slow_agent_is_late_in_the_answer_and_recorded_when_it_replies(t
         while engine.registry.get("gen-slow").at_work and loop.time() < deadline:
             await asyncio.sleep(0.1)
         view = engine.registry.get("gen-slow")
-        assert view.at_work == 0 and view.last_status is CallStatus.LATE and view.last_latency_ms >= 10000
+        assert view.at_work == 0 and view.last_status is CallStatus.LATE and view.last_latency_ms >= 5000
         assert "past the question's 2 s deadline" in view.detail
         await asyncio.gather(*list(engine._tasks), return_exceptions=True)
     with sqlite3.connect(db_path) as db:
@@ -68,7 +68,7 @@ async def test_a_slow_agent_is_late_in_the_answer_and_recorded_when_it_replies(t
 async def test_closing_the_engine_cancels_calls_past_their_deadline(tmp_path, db_path, cache_dir):
     settings_file = tmp_path / "engine.toml"
     settings_file.write_text(SETTINGS)
-    engine = Engine(load_fleet(write_fleet(tmp_path, SLOW_GENERATOR.replace("delay_s = 10.0", "delay_s = 60"))),
+    engine = Engine(load_fleet(write_fleet(tmp_path, SLOW_GENERATOR.replace("delay_s = 5.0", "delay_s = 60"))),
                     load_settings(settings_file), db_path=db_path, cache_dir=cache_dir)
     async with engine:
         answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
