@@ -111,17 +111,23 @@ class VerdictHeader(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        # Every label's text format is set, never left to Qt's AutoText guess: an answer is an agent's text, and an
+        # answer that starts with a tag would otherwise be drawn as markup ("Verified by every agent." in green).
         self.badge = QLabel()
+        self.badge.setTextFormat(Qt.TextFormat.PlainText)
         self.badge.setFont(style.scaled_font(self.font(), 1.1, bold=True))
         self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.answer = QLabel("Ask the fleet a question to see its verdict here.")
+        self.answer.setTextFormat(Qt.TextFormat.PlainText)
         self.answer.setWordWrap(True)
         self.answer.setFont(style.scaled_font(self.font(), 1.3))
         self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.reason = QLabel()
+        self.reason.setTextFormat(Qt.TextFormat.RichText)      # built here, every agent's word escaped
         self.reason.setWordWrap(True)
         self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.suspects = QLabel()
+        self.suspects.setTextFormat(Qt.TextFormat.RichText)    # suspects_html escapes ids and reasons
         self.suspects.setWordWrap(True)
         self.suspects.setStyleSheet(style.suspect_css())
         self.suspects.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
@@ -143,6 +149,7 @@ class VerdictHeader(QWidget):
         self.cascade_button.setToolTip("Show this answer's stage scores in the Cascade tab")
         self.cascade_button.clicked.connect(lambda: self.sig_show_cascade.emit())
         self.trace = QLabel()
+        self.trace.setTextFormat(Qt.TextFormat.PlainText)
         self.trace.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.trace.setFont(style.monospace_font())
         self.trace_button = QToolButton()

@@ -148,3 +148,16 @@ def test_a_new_answer_replaces_the_last_one_everywhere(qtbot):
     assert view.candidates_model.rowCount() == 0 and view.checks_model.rowCount() == 0
     assert view.header.suspects.isHidden()
     assert "feedfacefeedface" in view.header.trace.text()
+
+
+def test_an_answer_that_starts_with_a_tag_is_shown_as_its_text_never_as_markup(qtbot):
+    # Issue #15's first case: the header label was left to Qt's AutoText, which drew this green and hid a word.
+    hostile = ('<span style="color:green">Verified by every agent.</span> <span style="font-size:1px">hidden</span> '
+               'Voyager 2 was first.')
+    view = make_view(qtbot)
+    view.show_answer(make_answer(Verdict.ANSWERED, hostile, reason="<b>trust me</b>", suspects=()))
+    header = view.header
+    assert header.answer.textFormat() == Qt.TextFormat.PlainText and header.answer.text() == hostile
+    assert "&lt;b&gt;trust me&lt;/b&gt;" in header.reason.text()       # the reason's agent words are escaped
+    for label in (header.badge, header.answer, header.trace, header.stages, header.cascade):
+        assert label.textFormat() == Qt.TextFormat.PlainText
