@@ -47,11 +47,14 @@ class _Printer:
                 print(f"  skipped {skipped.path}: {skipped.reason}")
             sys.stdout.flush()
             return
-        width = 30
-        filled = int(width * progress.done / progress.total) if progress.total else width
-        sys.stderr.write(f"\rembedding [{'#' * filled}{'.' * (width - filled)}] {progress.done:,}/{progress.total:,} "
-                         f"texts {progress.elapsed_s:5.1f} s")
-        sys.stderr.flush()
+        _draw_bar("embedding", progress.done, progress.total, progress.elapsed_s)
+
+
+def _draw_bar(label: str, done: int, total: int, elapsed_s: float, width: int = 30) -> None:
+    """One progress line on stderr, redrawn in place."""
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} texts {elapsed_s:5.1f} s")
+    sys.stderr.flush()
 
 
 def run(args) -> int:
@@ -80,24 +83,20 @@ def run(args) -> int:
     sys.stderr.write("\n")
     print(f"embedded {report.new:,} new texts, {report.cached:,} already in the cache "
           f"({settings.retrieval.embedder}), in {report.embed_s:.1f} s; total {report.elapsed_s:.1f} s")
-    _fill_agent_caches(fleet, folder)
+    _fill_agent_caches(fleet, report.corpus.chunks)
     return EXIT_OK
 
 
-def _fill_agent_caches(fleet, folder: Path) -> None:
+def _fill_agent_caches(fleet, chunks) -> None:
     """The fleet's dense retrievers and verifier embed the corpus when they start: done here instead, into the
     caches they read, so the next fleet start on this folder is quick."""
-    from .corpus import load_corpus
     from .engine import default_cache_dir
     from .ingest import agent_caches
     began = time.perf_counter()
-    work = agent_caches.plan(fleet.agents, load_corpus(folder).chunks)
+    work = agent_caches.plan(fleet.agents, chunks)
 
     def bar(model: str, done: int, total: int) -> None:
-        filled = int(30 * done / total) if total else 30
-        sys.stderr.write(f"\ragents' {model} [{'#' * filled}{'.' * (30 - filled)}] {done:,}/{total:,} texts "
-                         f"{time.perf_counter() - began:5.1f} s")
-        sys.stderr.flush()
+        _draw_bar(f"agents' {model}", done, total, time.perf_counter() - began)
     for cache in agent_caches.fill(work, default_cache_dir(), bar):
         sys.stderr.write("\n")
         print(f"agents' cache {cache.model} ({', '.join(cache.agents)}): {cache.new:,} new of {cache.texts:,} texts")

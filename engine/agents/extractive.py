@@ -91,7 +91,7 @@ def lead_first(ranked: list[ScoredSentence], context: tuple[Chunk, ...]) -> list
     document = {c.id: c.metadata.get("doc_id", c.id) for c in context}
     top = ranked[0]
     rivals = [s for s in ranked if s.shared == top.shared and document.get(s.chunk_id) == document.get(top.chunk_id)]
-    lead = min(rivals, key=lambda s: (position.get(s.chunk_id, 0), rivals.index(s)))
+    lead = min(rivals, key=lambda s: position.get(s.chunk_id, 0))     # min keeps the first of equals: rank order
     return [lead] + [s for s in ranked if s is not lead]
 
 

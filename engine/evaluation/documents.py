@@ -34,6 +34,7 @@ import numpy as np
 from ..bench.measure import quantile
 from ..text import content_words
 from .documents_corpus import PackageDoc
+from .generation_metrics import contains_gold
 from .splits import by_split, split_of
 
 DEFAULT_JSON = Path("reports") / "documents" / "documents.json"
@@ -102,11 +103,6 @@ def summary_overlap(answer: str, summary: str) -> float:
     return round(len(wanted & set(content_words(answer))) / len(wanted), 3) if wanted else 0.0
 
 
-def contains_any(answer: str, gold: Sequence[str]) -> bool:
-    from .generation_metrics import contains_gold
-    return contains_gold(answer, gold)
-
-
 # --- asking ------------------------------------------------------------------------------------------------
 async def ask_all(engine, asks: Sequence[Ask], run: str, progress: Progress) -> list[Asked]:
     out: list[Asked] = []
@@ -131,7 +127,6 @@ async def ask_all(engine, asks: Sequence[Ask], run: str, progress: Progress) -> 
 def index_corpus(folder: Path, fleet, settings, cache_dir: Path, progress: Progress) -> dict[str, Any]:
     """What `main.py index` does (engine.ingest.index, then the agents' caches), into the cache the fleet then
     starts on: files, passages, skipped, seconds."""
-    from ..corpus import load_corpus
     from ..ingest import agent_caches
     from ..ingest.index import IndexPhase, IndexProgress, Throttled
     from ..ingest.index import index_corpus as build_index
@@ -146,7 +141,7 @@ def index_corpus(folder: Path, fleet, settings, cache_dir: Path, progress: Progr
     finally:
         embedder.close()
     began = time.perf_counter()
-    agent_work = agent_caches.plan(fleet.agents, load_corpus(folder).chunks)
+    agent_work = agent_caches.plan(fleet.agents, report.corpus.chunks)
     agents = agent_caches.fill(agent_work, cache_dir)
     agents_s = time.perf_counter() - began
     return {"files": report.files, "passages": report.passages, "code_passages": report.code_passages,
@@ -213,7 +208,7 @@ def judge(asked: Sequence[Asked], vectors: dict[str, np.ndarray] | None = None) 
             row = dataclasses.replace(row, overlap=overlap, similarity=similarity, nearest_own=nearest_own,
                                       answer_ok=given and (overlap >= OVERLAP_OK or bool(nearest_own)))
         else:
-            row = dataclasses.replace(row, correct=given and contains_any(warm.answer, ask.gold))
+            row = dataclasses.replace(row, correct=given and contains_gold(warm.answer, ask.gold))
         rows.append(row)
     return rows
 

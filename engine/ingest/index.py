@@ -13,9 +13,9 @@ import enum
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable
 
-from ..corpus import Skipped, content_hash, embedding_texts, load_corpus
+from ..corpus import Corpus, Skipped, content_hash, embedding_texts, load_corpus
 from .manifest import IndexRecord, next_record, read_record, write_record
 
 if TYPE_CHECKING:
@@ -69,7 +69,12 @@ class IndexReport:
     embed_s: float
     elapsed_s: float
     record: IndexRecord
-    passage_hashes: Mapping[str, str] = dataclasses.field(default_factory=dict)   # chunk id → content hash
+    corpus: Corpus                       # what was read: callers that go on with its passages need not read again
+
+    @property
+    def passage_hashes(self) -> dict[str, str]:
+        """Chunk id → content hash of its text (the gateway tells a document's own text by it)."""
+        return {c.id: content_hash(c.text) for c in self.corpus.chunks}
 
 
 Progress = Callable[[IndexProgress], None]
@@ -118,8 +123,7 @@ def index_corpus(folder: Path, embedder: "CachedEmbedder", cache_dir: Path, *, o
     return IndexReport(folder=str(folder), fingerprint=corpus.fingerprint, files=progress.files,
                        passages=progress.passages, code_passages=progress.code_passages, skipped=corpus.skipped,
                        texts=len(texts), new=progress.new, cached=progress.cached, read_s=read_s,
-                       embed_s=elapsed_s - read_s, elapsed_s=elapsed_s, record=record,
-                       passage_hashes={c.id: content_hash(c.text) for c in corpus.chunks})
+                       embed_s=elapsed_s - read_s, elapsed_s=elapsed_s, record=record, corpus=corpus)
 
 
 class Throttled:
