@@ -21,7 +21,7 @@ from typing import Callable
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication
-from PySide6.QtWidgets import (QDockWidget, QInputDialog, QLabel, QMainWindow, QProgressBar, QStyle, QTabBar,
+from PySide6.QtWidgets import (QDockWidget, QInputDialog, QMainWindow, QProgressBar, QStyle, QTabBar,
                                QTabWidget, QToolButton, QWidget)
 
 from engine import Answer
@@ -48,6 +48,7 @@ from .settings import console_settings
 from .notify import Notifier
 from .shortcuts_sheet import ShortcutsSheet
 from .toast import Toast
+from .untrusted import PlainLabel
 
 TITLE = "Quorum — operations console"
 DEFAULT_SIZE = QSize(1280, 800)
@@ -464,7 +465,7 @@ class MainWindow(QMainWindow):
         self.fleet_panel.sig_summary_changed.connect(self._on_fleet_summary)
 
     def _make_status_bar(self) -> None:
-        self.status_text = QLabel("Engine not started")
+        self.status_text = PlainLabel("Engine not started")
         self.progress = QProgressBar()
         self.progress.setFixedWidth(220)
         self.progress.setFormat("%v / %m agents")

@@ -34,6 +34,8 @@ from PySide6.QtWidgets import QApplication, QStyle, QSystemTrayIcon
 from engine.alerts import AlertRow, Severity, label_of
 from engine.alerts.plain import plain
 
+from .untrusted import visible
+
 log = logging.getLogger("console.notify")
 
 WINDOW_S = 60.0             # one notification per kind and agent per minute at most
@@ -81,7 +83,9 @@ class NotifySendBackend:
 
     def command(self, title: str, body: str) -> list[str]:
         # Notification servers read the body as markup: escaped, an agent's "<a href>" stays text.
-        return [self.program, "--app-name=Quorum", "--urgency=critical", "--", title, html.escape(body, quote=False)]
+        # notify-send reads the body as markup: escaped, and its hidden characters named.
+        return [self.program, "--app-name=Quorum", "--urgency=critical", "--", visible(title),
+                html.escape(visible(body), quote=False)]
 
     def show(self, title: str, body: str) -> None:
         self._running = [p for p in self._running if p.poll() is None]

@@ -10,7 +10,6 @@ their HTML. Panel code never writes a colour value: HTML takes `css(tones().mute
 from __future__ import annotations
 
 import enum
-import html
 import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -229,14 +228,6 @@ def boxed_css(selector: str) -> str:
     """A read-only box for quoted text (reasons, excerpts) that stands apart from the form around it."""
     t = _current
     return f"{selector} {{ border: 1px solid {t.grid.name()}; padding: 4px 8px; background: {t.neutral_tint.name()}; }}"
-
-
-def literal_tooltip(text: str) -> str:
-    """A tooltip that shows `text` literally: Qt renders tooltips that look like HTML as rich text, so
-    untrusted text (questions, reasons) is escaped inside a paragraph of its own."""
-    if not text:
-        return ""
-    return f"<p style='white-space:pre-wrap'>{html.escape(text)}</p>"
 
 
 def scaled_font(base: QFont, factor: float, bold: bool = False) -> QFont:

@@ -3,6 +3,9 @@
 Panels declare what each column shows (text, alignment, colour, icon, tooltip, raw value for a
 delegate) instead of writing one `data()` per table; the fleet, outcome, passage, generator and
 claim-check tables all use it.
+
+Columns give plain text: the model shows a cell as one line with hidden characters named and a tooltip as its
+literal text (console.untrusted), so no column can let an agent's words act as markup or reorder a row.
 """
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont, QIcon
+
+from .untrusted import cell, tooltip
 
 R = TypeVar("R")
 Index = QModelIndex | QPersistentModelIndex
@@ -70,7 +75,7 @@ class RecordTableModel(QAbstractTableModel, Generic[R]):
             return None
         record, column = self._records[index.row()], self._columns[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return column.text(record)
+            return cell(column.text(record))
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return int(column.align)
         if role == Qt.ItemDataRole.ForegroundRole and column.foreground:
@@ -85,7 +90,7 @@ class RecordTableModel(QAbstractTableModel, Generic[R]):
             font.setBold(True)
             return font
         if role == Qt.ItemDataRole.ToolTipRole and column.tooltip:
-            return column.tooltip(record) or None
+            return tooltip(column.tooltip(record)) or None
         if role == Qt.ItemDataRole.DecorationRole and column.icon:
             return column.icon(record)
         if role == VALUE_ROLE and column.value:

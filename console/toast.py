@@ -6,19 +6,19 @@ event loop inside a coroutine.
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QWidget
 
 from . import style
+from .untrusted import PlainLabel  # errors and notifications quote agents: never markup
 
 SHOW_MS_PER_CHAR = 60
 MIN_SHOW_MS, MAX_SHOW_MS = 5000, 15000
 
 
-class Toast(QLabel):
+class Toast(PlainLabel):
     def __init__(self, parent: QWidget) -> None:
-        super().__init__(parent)
+        super().__init__(parent=parent)
         self.setWordWrap(True)
-        self.setTextFormat(Qt.TextFormat.PlainText)     # errors and notifications quote agents: never markup
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         background, text = style.tones().toast
         self.setStyleSheet(f"QLabel {{ background: {background.name()}; color: {text.name()}; border-radius: 6px;"

@@ -21,7 +21,7 @@ import time
 from typing import Callable, Iterable, Sequence
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, 
                                QPushButton, QVBoxLayout, QWidget)
 
 from engine.alerts import KINDS, AlertRow, Severity, Silence
@@ -32,15 +32,15 @@ from ..batch import Coalescer
 from ..layout import column, list_table, splitter
 from ..service import EngineService
 from ..service.alerts import NEW_SILENCE
+from ..untrusted import PlainLabel
 from .alerts_forms import AcknowledgeForm, SilenceForm, ids_text
 from .alerts_model import (AGENT_COLUMN, ENGINE_AGENT, KIND_COLUMN, MESSAGE_COLUMN, SEVERITY_COLUMN,
                            SILENCE_WHY_COLUMN, STATUS_COLUMN, TIME_COLUMN, TRACE_COLUMN, AlertsFilter, AlertsModel,
                            SilencesModel, detail_text, silence_target, status_text, until_text)
 
 __all__ = ["AGENT_COLUMN", "KIND_COLUMN", "MESSAGE_COLUMN", "SEVERITY_COLUMN", "STATUS_COLUMN", "TIME_COLUMN",
-           "TRACE_COLUMN", "AlertsModel", "AlertsPanel", "escaped_tooltip", "status_text"]
+           "TRACE_COLUMN", "AlertsModel", "AlertsPanel", "status_text"]
 
-escaped_tooltip = style.literal_tooltip        # other panels' name for it
 MAX_TIMER_MS = 3_600_000        # a timer waits at most an hour, then looks again (silences last up to 30 days)
 RESET_BATCH = 50                # more new rows than this at once: one model reset, not one insert each
 EXPIRY_SLACK_MS = 50            # wake just after the end, never just before it
@@ -87,8 +87,7 @@ class AlertsPanel(QWidget):
         self.silence_timer.timeout.connect(self.refresh_muting)
 
         # --- the filter bar ---
-        self.summary = QLabel()
-        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary = PlainLabel()
         self.open_only = QCheckBox("Open only")
         self.open_only.setToolTip("Hide acknowledged alerts")
         self.severity_filter = _combo("Show one severity only")
@@ -115,8 +114,7 @@ class AlertsPanel(QWidget):
         header.resizeSection(STATUS_COLUMN, STATUS_WIDTH)
 
         # --- the detail, the buttons and the forms ---
-        self.detail = QLabel()
-        self.detail.setTextFormat(Qt.TextFormat.PlainText)
+        self.detail = PlainLabel()
         self.detail.setWordWrap(True)
         self.detail.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -124,8 +122,7 @@ class AlertsPanel(QWidget):
         self.acknowledge_button = QPushButton("Acknowledge…")
         self.silence_button = QPushButton("Silence…")
         self.trace_button = QPushButton("Open trace")
-        self.message = QLabel()
-        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.message = PlainLabel()
         self.message.setWordWrap(True)
         self._message_tone: str | None = None
         style.theme_signals().sig_changed.connect(self._restyle_message)
@@ -139,8 +136,7 @@ class AlertsPanel(QWidget):
         buttons.addStretch(1)
 
         # --- the active silences ---
-        self.silences_title = QLabel()
-        self.silences_title.setTextFormat(Qt.TextFormat.PlainText)
+        self.silences_title = PlainLabel()
         self.silences_title.setFont(style.scaled_font(self.font(), 1.0, bold=True))
         self.silences_table = list_table(self.silences_model)
         silences_header = self.silences_table.horizontalHeader()

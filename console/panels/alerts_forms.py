@@ -18,6 +18,7 @@ from engine.errors import InputError
 
 from .. import style
 from ..layout import hbox, inline_form_layout
+from ..untrusted import PlainLabel
 from .approvals import when_text
 
 DURATIONS = ("15m", "1h", "4h", "1d")
@@ -41,11 +42,9 @@ class InlineForm(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.saving = False
         self._error = ""
-        self.title = QLabel()
-        self.title.setTextFormat(Qt.TextFormat.PlainText)
+        self.title = PlainLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.0, bold=True))
-        self.hint = QLabel()
-        self.hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.hint = PlainLabel()
         self.hint.setWordWrap(True)
         self.confirm = QPushButton()
         self.cancel = QPushButton("Cancel")

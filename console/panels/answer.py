@@ -4,12 +4,11 @@ the evidence in tabs (citations, the passages in context and kept out, every gen
 with its claim checks, what each agent did) beside one detail pane for whatever is selected."""
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
-                               QListWidgetItem, QScrollArea, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolButton,
+                               QListWidgetItem, QScrollArea, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
 from engine import AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict
@@ -20,6 +19,7 @@ from .. import style
 from ..stage_text import outcome_text, stage_chain
 from ..layout import read_only_table
 from ..table_model import RIGHT, Column, RecordTableModel
+from ..untrusted import PlainLabel, SafeBrowser, cell, html_text, tooltip
 from .evidence import (CANDIDATE_COLUMNS, CHECK_CLAIM_COLUMN, CHECK_COLUMNS, CHECK_REASON_COLUMN, PASSAGE_COLUMNS, PASSAGE_FLAGS_COLUMN,
                        PASSAGE_NOTE_COLUMN, PASSAGE_TITLE_COLUMN, FlagChipsDelegate, PassageRow, candidate_html, claim_check_html, failing,
                        kept_out_background, outcome_html, passage_html, passage_rows, passage_text_html,
@@ -53,10 +53,9 @@ def citation_label(citation: Citation) -> str:
 
 
 def citation_html(citation: Citation) -> str:
-    esc = html.escape
-    return (f"<h3 style='margin:0'>{esc(citation.title or citation.chunk_id)}</h3>"
-            f"<p style='{style.fg('muted')}; margin-top:4px'>Source: {esc(citation.source or 'unknown')}"
-            f"<br>Chunk: <code>{esc(citation.chunk_id)}</code></p>"
+    return (f"<h3 style='margin:0'>{html_text(citation.title or citation.chunk_id)}</h3>"
+            f"<p style='{style.fg('muted')}; margin-top:4px'>Source: {html_text(citation.source or 'unknown')}"
+            f"<br>Chunk: <code>{html_text(citation.chunk_id)}</code></p>"
             + passage_text_html(citation.text, citation.kind, citation.section))
 
 
@@ -113,12 +112,10 @@ class VerdictHeader(QWidget):
         super().__init__(parent)
         # Every label's text format is set, never left to Qt's AutoText guess: an answer is an agent's text, and an
         # answer that starts with a tag would otherwise be drawn as markup ("Verified by every agent." in green).
-        self.badge = QLabel()
-        self.badge.setTextFormat(Qt.TextFormat.PlainText)
+        self.badge = PlainLabel()
         self.badge.setFont(style.scaled_font(self.font(), 1.1, bold=True))
         self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.answer = QLabel("Ask the fleet a question to see its verdict here.")
-        self.answer.setTextFormat(Qt.TextFormat.PlainText)
+        self.answer = PlainLabel("Ask the fleet a question to see its verdict here.")
         self.answer.setWordWrap(True)
         self.answer.setFont(style.scaled_font(self.font(), 1.3))
         self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -134,13 +131,11 @@ class VerdictHeader(QWidget):
                                               | Qt.TextInteractionFlag.LinksAccessibleByMouse)
         self.suspects.linkActivated.connect(lambda _link: self.sig_show_kept_out.emit())
         # The trajectory and the cascade monitor's outcome: plain text (stage outputs come from agents).
-        self.stages = QLabel()
-        self.stages.setTextFormat(Qt.TextFormat.PlainText)
+        self.stages = PlainLabel()
         self.stages.setWordWrap(True)
         self.stages.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.stages.setStyleSheet(f"color: {style.tones().muted.name()}")
-        self.cascade = QLabel()
-        self.cascade.setTextFormat(Qt.TextFormat.PlainText)
+        self.cascade = PlainLabel()
         self.cascade.setWordWrap(True)
         self.cascade.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.cascade_button = QToolButton()
@@ -148,8 +143,7 @@ class VerdictHeader(QWidget):
         self.cascade_button.setAutoRaise(True)
         self.cascade_button.setToolTip("Show this answer's stage scores in the Cascade tab")
         self.cascade_button.clicked.connect(lambda: self.sig_show_cascade.emit())
-        self.trace = QLabel()
-        self.trace.setTextFormat(Qt.TextFormat.PlainText)
+        self.trace = PlainLabel()
         self.trace.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.trace.setFont(style.monospace_font())
         self.trace_button = QToolButton()
@@ -203,10 +197,10 @@ class VerdictHeader(QWidget):
             self.answer.setText("No answer: the fleet found no usable evidence.")
         total_ms = sum(answer.timings_ms.values())
         waits = needs_review(answer)
-        review = (f" · <b style='{style.fg('warn')}'>⏳ waits for operator approval ({html.escape(waits)}): "
+        review = (f" · <b style='{style.fg('warn')}'>⏳ waits for operator approval ({html_text(waits)}): "
                   f"see the Approvals tab</b>" if waits else "")
-        self.reason.setText(f"<b>Why:</b> {html.escape(answer.reason)}"
-                            f" <span style='{style.fg('muted')}'>· {html.escape(answer.tier_reason or answer.tier.value + ' risk')}"
+        self.reason.setText(f"<b>Why:</b> {html_text(answer.reason)}"
+                            f" <span style='{style.fg('muted')}'>· {html_text(answer.tier_reason or answer.tier.value + ' risk')}"
                             f" · {total_ms:,.0f} ms</span>{participation_html(answer)}{review}")
         self.suspects.setText(suspects_html(answer))
         self.suspects.setVisible(bool(answer.suspects))
@@ -232,8 +226,8 @@ def participation_html(answer: Answer) -> str:
     if part is None:
         return ""
     if part.quorum_held:
-        return f" <span style='{style.fg('muted')}'>· {html.escape(participation_summary(part))}</span>"
-    return f" · <b style='{style.fg('warn')}'>⚠ {html.escape(participation_summary(part))}: no quorum</b>"
+        return f" <span style='{style.fg('muted')}'>· {html_text(participation_summary(part))}</span>"
+    return f" · <b style='{style.fg('warn')}'>⚠ {html_text(participation_summary(part))}: no quorum</b>"
 
 
 def suspects_html(answer: Answer) -> str:
@@ -241,7 +235,7 @@ def suspects_html(answer: Answer) -> str:
     reasons: dict[str, list[str]] = defaultdict(list)
     for agent_id, reason in ((s.agent_id, s.reason) for s in answer.suspects):
         reasons[agent_id].append(reason)
-    lines = [f"⚠ Suspected: <b>{html.escape(agent_id)}</b> — {html.escape('; '.join(r for r in why if r))}"
+    lines = [f"⚠ Suspected: <b>{html_text(agent_id)}</b> — {html_text('; '.join(r for r in why if r))}"
              for agent_id, why in reasons.items()]
     if lines and answer.excluded:
         lines[-1] += " · <a href='#kept-out'>show the kept-out passages</a>"
@@ -306,8 +300,7 @@ class AnswerView(QWidget):
         for name, widget in zip(TAB_NAMES, (self.citations_list, self.passages_table, generators, self.outcomes_table)):
             self.tabs.addTab(widget, _tab_label(name))
 
-        self.detail = QTextBrowser()
-        self.detail.setOpenLinks(False)
+        self.detail = SafeBrowser()
         self.detail_box = _boxed("Cited passage", self.detail)
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(self.tabs)
@@ -382,9 +375,9 @@ class AnswerView(QWidget):
     def _show_citations(self, citations: tuple[Citation, ...]) -> None:
         self.citations_list.clear()
         for citation in citations:
-            item = QListWidgetItem(citation_label(citation))
+            item = QListWidgetItem(cell(citation_label(citation)))
             item.setData(Qt.ItemDataRole.UserRole, citation)
-            item.setToolTip(citation.text[:400])
+            item.setToolTip(tooltip(citation.text[:400]))
             self.citations_list.addItem(item)
         if citations:
             self.citations_list.setCurrentRow(0)    # the evidence is the point: show it without a click
@@ -464,9 +457,9 @@ class AnswerView(QWidget):
                   for check in c.checks if citation.chunk_id in check.claim.citations]
         if not claims:
             return body
-        rows = "".join(f"<li><b>{html.escape(agent)}</b>: {html.escape(check.claim.text)} "
+        rows = "".join(f"<li><b>{html_text(agent)}</b>: {html_text(check.claim.text)} "
                        f"<span style='{style.fg('good' if check.supported else 'bad')}'>"
-                       f"({html.escape(check.label.value.replace('_', ' '))})</span></li>" for agent, check in claims)
+                       f"({html_text(check.label.value.replace('_', ' '))})</span></li>" for agent, check in claims)
         return f"{body}<p><b>Claims citing it</b></p><ul>{rows}</ul>"
 
     @staticmethod

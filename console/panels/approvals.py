@@ -13,22 +13,22 @@ beside the status, tier and age filters. Nothing here opens a modal dialog.
 """
 from __future__ import annotations
 
-import html
 import time
 from typing import Callable, Iterable, Sequence
 
 from PySide6.QtCore import QEvent, QItemSelection, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFrame, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QPushButton, QSplitter, QTableView, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFrame, QHBoxLayout, QHeaderView,
+                               QLineEdit, QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from engine import RiskTier
 from engine.review import APPROVE_REASONS, OTHER, REJECT_REASONS, DecisionOutcome, ReviewItem, ReviewStatus
 
-from .. import style
+from .. import style, untrusted
 from ..batch import Coalescer
 from ..layout import column, hbox, inline_form_layout
 from ..service import EngineService
+from ..untrusted import PlainLabel, SafeBrowser, html_text
 from .approvals_detail import claim_mark, item_html
 from .approvals_model import (MAX_COLUMN_WIDTH, QUESTION_COLUMN, REVIEW_COLUMNS, STATUS_TONES, AgeFilter,
                               ReviewFilter, ReviewFilterProxy, ReviewModel, StatusFilter, answer_cell, decision_text,
@@ -38,7 +38,6 @@ from .shown import ShownMixin
 __all__ = ["ApprovalsPanel", "DecisionForm", "ReviewModel", "ReviewFilterProxy", "REVIEW_COLUMNS", "item_html",
            "claim_mark", "when_text", "answer_cell", "decision_text", "queue_order", "outcomes_text"]
 
-esc = html.escape
 AGE_REFRESH_MS = 60_000      # how often ages (the column and the filter) read the clock again
 TIER_CHOICES: tuple[tuple[str, RiskTier | None], ...] = (("any tier", None), *((f"{t.value} risk", t) for t in RiskTier))
 
@@ -99,7 +98,7 @@ arrows pick a reason, typing goes to the note, Enter confirms, Escape cancels. "
         self.approve = True
         self.saving = False
         self._error = ""
-        self.title = QLabel()
+        self.title = PlainLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.0, bold=True))
         self.reason = QComboBox()
         self.reason.installEventFilter(self)
@@ -107,10 +106,9 @@ arrows pick a reason, typing goes to the note, Enter confirms, Escape cancels. "
         self.note.setClearButtonEnabled(True)
         self.confirm = QPushButton()
         self.cancel = QPushButton("Cancel")
-        self.skipped = QLabel()
-        self.skipped.setTextFormat(Qt.TextFormat.PlainText)
+        self.skipped = PlainLabel()
         self.skipped.setWordWrap(True)
-        self.hint = QLabel()
+        self.hint = PlainLabel()
         self.hint.setWordWrap(True)
 
         inline_form_layout(self, hbox(self.title, (self.reason, 1)), hbox((self.note, 1), self.confirm, self.cancel),
@@ -226,7 +224,7 @@ arrows pick a reason, typing goes to the note, Enter confirms, Escape cancels. "
         self.confirm.setEnabled(self.ready_to_confirm())
         needs_note = self.reason.currentText() == OTHER and not self.note.text().strip()
         if self._error:
-            self.hint.setText(f"<span style='{style.fg('bad')}'>{esc(self._error)}</span>")
+            self.hint.setText(f"<span style='{style.fg('bad')}'>{html_text(self._error)}</span>")
         elif self.saving:
             self.hint.setText("Saving the decision…" if len(self.item_ids) == 1
                               else f"Saving {len(self.item_ids)} decisions, one by one…")
@@ -255,7 +253,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
         self._fitting = Coalescer(lambda _ticks: self._fit_columns(), parent=self)
         self.proxy = ReviewFilterProxy(self.model, clock, self)
 
-        self.summary = QLabel()
+        self.summary = PlainLabel()
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter (/): words in the question, answer, agents, #id")
         self.search.setClearButtonEnabled(True)
@@ -279,16 +277,13 @@ class ApprovalsPanel(ShownMixin, QWidget):
         header.setSectionResizeMode(QUESTION_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
 
-        self.selection = QLabel()            # "3 selected: 2 pending, 1 decided (skipped by A and R)"
-        self.selection.setTextFormat(Qt.TextFormat.PlainText)
-        self.detail = QTextBrowser()
-        self.detail.setOpenLinks(False)
-        self.detail.setOpenExternalLinks(False)
+        self.selection = PlainLabel()            # "3 selected: 2 pending, 1 decided (skipped by A and R)"
+        self.detail = SafeBrowser()
         self.detail.setPlaceholderText("Select a review item to see the answer, its candidates and their claims.")
         self.approve_button = QPushButton("Approve…")
         self.reject_button = QPushButton("Reject…")
         self.form = DecisionForm()
-        self.message = QLabel()
+        self.message = PlainLabel()
         self.message.setWordWrap(True)
 
         top = QHBoxLayout()
@@ -682,8 +677,8 @@ class ApprovalsPanel(ShownMixin, QWidget):
             tip = "Waiting for the engine"
         else:
             tip = f"Decide as {self._service.operator}"
-        self.approve_button.setToolTip(style.literal_tooltip(tip))
-        self.reject_button.setToolTip(style.literal_tooltip(tip))
+        self.approve_button.setToolTip(untrusted.tooltip(tip))
+        self.reject_button.setToolTip(untrusted.tooltip(tip))
 
     def _on_model_changed(self, *_args) -> None:
         pending = self.model.count(ReviewStatus.PENDING)
@@ -693,7 +688,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
         shown_p = f" ({pending_shown} shown)" if pending_shown != pending else ""
         shown_d = f" ({decided_shown} shown)" if decided_shown != decided else ""
         self.summary.setText(f"<b>{pending} pending</b>{shown_p} · {decided} decided{shown_d} · deciding as "
-                             f"<b>{esc(self._service.operator)}</b>")
+                             f"<b>{html_text(self._service.operator)}</b>")
         self._fitting.add(True)             # once per burst of new items, not per item
         self.sig_pending_changed.emit(pending)
 
@@ -733,4 +728,4 @@ class ApprovalsPanel(ShownMixin, QWidget):
 
 def toned_html(tone: str, text: str) -> str:
     """Plain `text`, escaped, in a tone: for the panel's message line."""
-    return f"<span style='{style.fg(tone)}'>{esc(text)}</span>"
+    return f"<span style='{style.fg(tone)}'>{html_text(text)}</span>"

@@ -10,7 +10,6 @@ Colours are the style's tones, read when the page is built (the panel rebuilds i
 """
 from __future__ import annotations
 
-import html
 
 from engine import RiskTier, Verdict
 from engine.review import AgentSummary, CascadeSummary, ClaimSummary, ReviewItem, StageScoreSummary
@@ -18,9 +17,9 @@ from engine.stages.model import StageKind
 
 from .. import style
 from ..stage_text import stage_label
+from ..untrusted import html_text
 from .approvals_model import STATUS_TONES, age_text, answer_cell, decision_text, when_text
 
-esc = html.escape
 EXCERPT = 600          # characters of a cited passage shown
 MUTED_P = "margin-top:0; margin-bottom:4px"
 
@@ -56,14 +55,14 @@ def claim_label_text(claim: ClaimSummary) -> str:
 
 def claim_html(claim: ClaimSummary) -> str:
     mark, colour = claim_mark(claim)
-    cites = f" <code>[{esc(', '.join(claim.citations))}]</code>" if claim.citations else f" {muted('(cites nothing)')}"
-    head = (f"<span style='color:{colour}'><b>{mark} {esc(claim_label_text(claim))}</b></span> "
-            f"{esc(claim.text)}{cites}")
+    cites = f" <code>[{html_text(', '.join(claim.citations))}]</code>" if claim.citations else f" {muted('(cites nothing)')}"
+    head = (f"<span style='color:{colour}'><b>{mark} {html_text(claim_label_text(claim))}</b></span> "
+            f"{html_text(claim.text)}{cites}")
     lines = []
     if claim.evidence:
-        lines.append(f"{muted('evidence:')} “{esc(claim.evidence[:EXCERPT])}”")
+        lines.append(f"{muted('evidence:')} “{html_text(claim.evidence[:EXCERPT])}”")
     if claim.reason and claim.reason != claim_label_text(claim):
-        lines.append(muted(esc(claim.reason)))
+        lines.append(muted(html_text(claim.reason)))
     return f"<li>{head}" + "".join(f"<br>{line}" for line in lines) + "</li>"
 
 
@@ -74,12 +73,12 @@ def candidates_html(item: ReviewItem) -> list[str]:
         parts.append(f"<p style='{style.fg('muted')}'>No generator answered.</p>")
     given = item.answer_text
     for cand in candidates:
-        agree = f" · agrees with {esc(', '.join(cand.agreeing))}" if cand.agreeing else ""
+        agree = f" · agrees with {html_text(', '.join(cand.agreeing))}" if cand.agreeing else ""
         chosen = f" {toned('good', '· the answer given', bold=True)}" if given and cand.answer == given else ""
-        challenge = f"<br>{muted('challenge: ' + esc(cand.challenge))}" if cand.challenge else ""
-        parts.append(f"<p style='margin-bottom:0'><b>{esc(cand.agent_id)}</b>{chosen} "
+        challenge = f"<br>{muted('challenge: ' + html_text(cand.challenge))}" if cand.challenge else ""
+        parts.append(f"<p style='margin-bottom:0'><b>{html_text(cand.agent_id)}</b>{chosen} "
                      f"{muted(f'support {cand.support_rate:.0%} · credibility {cand.credibility:.2f}{agree}')}<br>"
-                     f"{esc(cand.answer or '(empty answer)')}{challenge}</p>")
+                     f"{html_text(cand.answer or '(empty answer)')}{challenge}</p>")
         if cand.claims:
             parts.append(f"<ul style='margin-top:0'>{''.join(claim_html(c) for c in cand.claims)}</ul>")
     return parts
@@ -93,8 +92,8 @@ def positions_html(item: ReviewItem) -> list[str]:
     parts = [f"<h4 style='margin-bottom:2px'>Competing positions ({len(positions)})</h4><ol style='margin-top:0'>"]
     for position in positions:
         facts = f"support {position.support_rate:.0%} · credibility {position.credibility:.2f}"
-        parts.append(f"<li><b>{esc(', '.join(position.agents))}</b> {muted(facts)}<br>"
-                     f"{esc(position.answer or '(empty answer)')}</li>")
+        parts.append(f"<li><b>{html_text(', '.join(position.agents))}</b> {muted(facts)}<br>"
+                     f"{html_text(position.answer or '(empty answer)')}</li>")
     parts.append("</ol>")
     return parts
 
@@ -126,8 +125,8 @@ def cascade_html(cascade: CascadeSummary | None) -> list[str]:
                 f"<p style='{MUTED_P}; {style.fg('muted')}'>Not watched by the cascade monitor.</p>"]
     tone = "bad" if cascade.halted else "warn" if cascade.fired else "good"
     parts = ["<h4 style='margin-bottom:2px'>Cascade monitor</h4>",
-             f"<p style='{MUTED_P}'>{toned(tone, esc(cascade_text(cascade)), bold=cascade.fired)}"
-             + (f"<br>{muted(esc(cascade.reason))}" if cascade.reason else "") + "</p>"]
+             f"<p style='{MUTED_P}'>{toned(tone, html_text(cascade_text(cascade)), bold=cascade.fired)}"
+             + (f"<br>{muted(html_text(cascade.reason))}" if cascade.reason else "") + "</p>"]
     if not cascade.scores:
         return parts
     cell = "nowrap style='padding:1px 6px'"
@@ -138,14 +137,14 @@ def cascade_html(cascade: CascadeSummary | None) -> list[str]:
     reasons = []
     for score in cascade.scores:
         background = f" style='{style.bg('bad_tint')}'" if score.fired else ""
-        fired = toned("bad", "fired" + (f": {esc(score.cascade_type.replace('_', ' '))}" if score.cascade_type
+        fired = toned("bad", "fired" + (f": {html_text(score.cascade_type.replace('_', ' '))}" if score.cascade_type
                                          else ""), bold=True) if score.fired else ""
         numbers = "".join(f"<td align='right' {cell}>{value:.2f}</td>" for value in (score.sfv, score.csct, score.cpm))
         p = f"<b>{score.p:.2f}</b>" if score.fired else f"{score.p:.2f}"
-        rows.append(f"<tr{background}><td {cell}>{esc(score_stage_label(score))}</td>{numbers}"
+        rows.append(f"<tr{background}><td {cell}>{html_text(score_stage_label(score))}</td>{numbers}"
                     f"<td align='right' {cell}>{p}</td><td {cell}>{fired}</td></tr>")
         if score.fired:     # outside the table: a long reason would stretch its columns
-            reasons += [f"{esc(score_stage_label(score))}: {esc(reason)}" for reason in score.reasons]
+            reasons += [f"{html_text(score_stage_label(score))}: {html_text(reason)}" for reason in score.reasons]
     parts.append(f"<table cellspacing='0' cellpadding='0'>{''.join(rows)}</table>")
     if reasons:
         parts.append(f"<p style='{MUTED_P}; {style.fg('muted')}'>" + "<br>".join(f"↳ {r}" for r in reasons) + "</p>")
@@ -181,7 +180,7 @@ def agents_html(item: ReviewItem) -> list[str]:
     parts = [f"<h4 style='margin-bottom:2px'>Agents involved ({len(agents)})</h4>"]
     counted = item.decision_counts_for
     if counted:
-        parts.append(f"<p style='{MUTED_P}'>A decision counts for {esc(', '.join(counted))}: "
+        parts.append(f"<p style='{MUTED_P}'>A decision counts for {html_text(', '.join(counted))}: "
                      f"{toned('good', 'approve')} credits them, {toned('bad', 'reject')} debits them.</p>")
     else:
         parts.append(f"<p style='{MUTED_P}; {style.fg('muted')}'>No agent gave this answer: a decision moves no "
@@ -194,11 +193,11 @@ def agents_html(item: ReviewItem) -> list[str]:
         (("Agent", "left"), ("Role", "left"), ("Call", "left"), ("ms", "right"), ("Outcome", "left"))) + "</tr>"]
     for agent in agents:
         outcome, tone = agent_outcome(agent)
-        call = toned("good" if agent.status == "ok" else "bad", esc(agent.status)) if agent.status else muted("—")
-        name = f"<b>{esc(agent.agent_id)}</b>" if agent.decision_counts else esc(agent.agent_id)
+        call = toned("good" if agent.status == "ok" else "bad", html_text(agent.status)) if agent.status else muted("—")
+        name = f"<b>{html_text(agent.agent_id)}</b>" if agent.decision_counts else html_text(agent.agent_id)
         latency = f"{agent.latency_ms:,.0f}" if agent.status else ""
-        rows.append(f"<tr><td {cell}>{name}</td><td {cell}>{esc(agent.role)}</td><td {cell}>{call}</td>"
-                    f"<td align='right' {cell}>{latency}</td><td {cell}>{toned(tone, esc(outcome))}</td></tr>")
+        rows.append(f"<tr><td {cell}>{name}</td><td {cell}>{html_text(agent.role)}</td><td {cell}>{call}</td>"
+                    f"<td align='right' {cell}>{latency}</td><td {cell}>{toned(tone, html_text(outcome))}</td></tr>")
     parts.append(f"<table cellspacing='0' cellpadding='0'>{''.join(rows)}</table>")
     return parts
 
@@ -211,9 +210,9 @@ def citations_html(item: ReviewItem) -> list[str]:
     parts = [f"<h4 style='margin-bottom:2px'>Citations ({len(citations)})</h4>"]
     for citation in citations:
         title = citation.get("title") or citation.get("chunk_id", "")
-        parts.append(f"<p style='margin-bottom:0'><b>{esc(str(title))}</b> "
-                     f"{muted(esc(str(citation.get('source', ''))) + ' · <code>' + esc(str(citation.get('chunk_id', ''))) + '</code>')}"
-                     f"<br>{esc(str(citation.get('text', ''))[:EXCERPT])}</p>")
+        parts.append(f"<p style='margin-bottom:0'><b>{html_text(str(title))}</b> "
+                     f"{muted(html_text(str(citation.get('source', ''))) + ' · <code>' + html_text(str(citation.get('chunk_id', ''))) + '</code>')}"
+                     f"<br>{html_text(str(citation.get('text', ''))[:EXCERPT])}</p>")
     return parts
 
 
@@ -222,16 +221,16 @@ def item_html(item: ReviewItem, now: float | None = None) -> str:
     tone = STATUS_TONES[item.status]
     waited = f" · waiting {age_text(now - item.created_at)}" if now is not None and item.pending else ""
     verdict = style.VERDICT_LABELS[item.verdict]
-    parts = [f"<h3 style='margin:0'>#{item.id} · {toned(tone, esc(item.status.value))} · "
-             f"{toned('bad', 'high risk') if item.tier is RiskTier.HIGH else esc(item.tier.value) + ' risk'}</h3>",
-             f"<p style='margin-top:4px'><b>Question:</b> {esc(item.question)}</p>",
-             f"<p><b>Answer:</b> {esc(answer_cell(item))}<br>"
-             f"{muted(esc(verdict) + ': ' + esc(item.answer_reason or '—'))}</p>",
-             f"<p><b>Waits because:</b> {esc(item.why)}<br>"
-             f"{muted('queued ' + esc(when_text(item.created_at)) + esc(waited) + ' · trace_id <code>' + esc(item.trace_id) + '</code>')}</p>"]
+    parts = [f"<h3 style='margin:0'>#{item.id} · {toned(tone, html_text(item.status.value))} · "
+             f"{toned('bad', 'high risk') if item.tier is RiskTier.HIGH else html_text(item.tier.value) + ' risk'}</h3>",
+             f"<p style='margin-top:4px'><b>Question:</b> {html_text(item.question)}</p>",
+             f"<p><b>Answer:</b> {html_text(answer_cell(item))}<br>"
+             f"{muted(html_text(verdict) + ': ' + html_text(item.answer_reason or '—'))}</p>",
+             f"<p><b>Waits because:</b> {html_text(item.why)}<br>"
+             f"{muted('queued ' + html_text(when_text(item.created_at)) + html_text(waited) + ' · trace_id <code>' + html_text(item.trace_id) + '</code>')}</p>"]
     if not item.pending:
-        parts.append(f"<p>{toned(tone, '<b>Decision:</b> ' + esc(decision_text(item)))} "
-                     f"{muted('(' + esc(when_text(item.decided_at)) + ')')}</p>")
+        parts.append(f"<p>{toned(tone, '<b>Decision:</b> ' + html_text(decision_text(item)))} "
+                     f"{muted('(' + html_text(when_text(item.decided_at)) + ')')}</p>")
     parts += positions_html(item) if item.verdict is Verdict.ABSTAINED else []
     parts += candidates_html(item)
     parts += cascade_html(item.cascade_summary)

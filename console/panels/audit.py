@@ -33,12 +33,12 @@ from PySide6.QtWidgets import (QComboBox, QDateTimeEdit, QFileDialog, QHBoxLayou
 from engine import InputError
 from engine.store.audit_log import AuditFilter, AuditRow, ChainStatus
 
-from .. import style
+from .. import style, untrusted
 from ..layout import list_table, splitter
 from ..service import EngineService
+from ..untrusted import PlainLabel, PlainPane, cell
 from .audit_model import (ACTOR_COLUMN, ANY, PAYLOAD_COLUMN, SEQ_COLUMN, TIME_COLUMN, TRACE_COLUMN, TYPE_COLUMN,
                           AuditModel, details_text, kind_choices)
-from .gateway_model import one_line
 from .memory import titled
 from .shown import ShownMixin
 
@@ -52,12 +52,6 @@ EXPORT_FORMATS = {CSV_FILTER: "csv", JSONL_FILTER: "jsonl"}
 DETAILS_WIDTH = 500           # pixels the details pane starts at; the table takes the rest
 CHAIN_MEANING = ("Each event's hash covers its content and the hash of the event before it, so an event edited, "
                  "deleted or reordered outside Quorum breaks the chain from there on.")
-
-
-def _plain(text: str = "") -> QLabel:
-    label = QLabel(text)
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    return label
 
 
 def _clock_text(at: float) -> str:
@@ -99,14 +93,14 @@ class AuditPanel(ShownMixin, QWidget):
             self.time_filter.addItem(label, value)
         self.time_filter.setToolTip("Only the events of this time window (a custom window: from, to)")
         self.since_edit, self.until_edit = self._moment_edit("From (inclusive)"), self._moment_edit("To (exclusive)")
-        self.since_label, self.until_label = _plain("from"), _plain("to")
+        self.since_label, self.until_label = PlainLabel("from"), PlainLabel("to")
         self._show_custom(False)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("Read the audit trail again now (it also refreshes by itself as events arrive)")
 
         # --- status: what is listed, the chain, the actions ---
-        self.summary = _plain()
-        self.chain_status = _plain()
+        self.summary = PlainLabel()
+        self.chain_status = PlainLabel()
         self.verify_button = QPushButton("Verify")
         self.verify_button.setToolTip("Check every event against its hash and the event before it")
         self.export_button = QPushButton("Export…")
@@ -120,18 +114,17 @@ class AuditPanel(ShownMixin, QWidget):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(PAYLOAD_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.installEventFilter(self)
-        self.details_title = _plain("Selected event")
+        self.details_title = PlainLabel("Selected event")
         self.details_title.setFont(style.scaled_font(self.font(), 1.0, bold=True))
         self.trace_button = QPushButton("Open trace")
         self.trace_button.setToolTip("Show the whole trace of the selected event's question or message "
                                      "(Enter or a double-click on the row)")
         self.only_trace_button = QPushButton("Only this trace")
         self.only_trace_button.setToolTip("Filter the table to the selected event's trace")
-        self.details = QPlainTextEdit()         # the selected event in full: plain text only
-        self.details.setReadOnly(True)
+        self.details = PlainPane()         # the selected event in full: plain text only
         self.details.setFont(style.scaled_font(style.monospace_font(), 0.92))   # a 64-hex hash fits a line
         self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-        self.export_result = _plain()
+        self.export_result = PlainLabel()
 
         filters = QHBoxLayout()
         filters.setContentsMargins(0, 0, 0, 0)
@@ -223,7 +216,7 @@ class AuditPanel(ShownMixin, QWidget):
             for label, value in choices:
                 combo.addItem(label, value)
             if kept and combo.findData(kept) < 0:
-                combo.addItem(one_line(kept, 60), kept)
+                combo.addItem(cell(kept, 60), kept)
             combo.setCurrentIndex(max(combo.findData(kept), 0))
         finally:
             combo.blockSignals(False)
@@ -279,7 +272,7 @@ class AuditPanel(ShownMixin, QWidget):
 
     def _choose(self, combo: QComboBox, value: str) -> None:
         if value and combo.findData(value) < 0:
-            combo.addItem(one_line(value, 60), value)
+            combo.addItem(cell(value, 60), value)
         combo.setCurrentIndex(max(combo.findData(value or ANY), 0))
 
     def _on_time_choice(self, _at: int) -> None:
@@ -354,7 +347,7 @@ class AuditPanel(ShownMixin, QWidget):
         return f"{count} {noun} {'match' if narrowed else 'in the trail'}, newest first"
 
     def _on_facets(self, actors: tuple[str, ...], kinds: tuple[str, ...]) -> None:
-        self._fill(self.actor_filter, "Any actor", [(one_line(a, 60), a) for a in actors])
+        self._fill(self.actor_filter, "Any actor", [(cell(a, 60), a) for a in actors])
         self._fill(self.kind_filter, "Any kind", kind_choices(kinds))
 
     # --- selection -----------------------------------------------------------------------------
@@ -513,7 +506,7 @@ class AuditPanel(ShownMixin, QWidget):
     def _say(self, label: QLabel, text: str, tone: str | None, tip: str = "") -> None:
         """An outcome in a plain-text label, in a tone read now and again when the theme changes."""
         label.setText(text)
-        label.setToolTip(style.literal_tooltip(tip or text))
+        label.setToolTip(untrusted.tooltip(tip or text))
         self._tones[label] = tone
         self._paint(label)
 

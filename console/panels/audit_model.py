@@ -18,7 +18,7 @@ from engine.store.audit_log import AuditRow
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel
-from .gateway_model import one_line, visible
+from ..untrusted import cell, visible
 
 SUMMARY_CHARS = 240           # a payload summary is cut here (the details pane has it whole)
 TRACE_CHARS = 8              # a trace id cell shows its start (its tooltip and the details have it whole)
@@ -48,7 +48,7 @@ def iso_text(at: float) -> str:
 
 
 def short_trace(trace_id: str) -> str:
-    text = one_line(trace_id, 200)
+    text = cell(trace_id, 200)
     return text if len(text) <= TRACE_CHARS else text[:TRACE_CHARS] + "…"
 
 
@@ -64,7 +64,7 @@ def payload_summary(payload: Mapping[str, Any]) -> str:
     """One line: "key: value · key: value", empty values left out, cut at SUMMARY_CHARS."""
     parts = [f"{key}: {_value_text(value)}" for key, value in payload.items()
              if value is not None and value != "" and value != [] and value != {}]
-    return one_line(" · ".join(parts), SUMMARY_CHARS)
+    return cell(" · ".join(parts), SUMMARY_CHARS)
 
 
 def pretty_payload(payload: Mapping[str, Any]) -> str:
@@ -107,22 +107,22 @@ def kind_choices(kinds: Iterable[str]) -> list[tuple[str, str]]:
     choices: list[tuple[str, str]] = []
     for family, members in sorted(families.items()):
         choices.append((f"{family}*  (all {len(members)})", family))
-        choices += [(f"    {one_line(kind, 60)}", kind) for kind in members]
-    choices += [(one_line(kind, 60), kind) for kind in loose]
+        choices += [(f"    {cell(kind, 60)}", kind) for kind in members]
+    choices += [(cell(kind, 60), kind) for kind in loose]
     return choices
 
 
 AUDIT_COLUMNS: tuple[Column[AuditRow], ...] = (
     Column("Seq", lambda r: str(r.seq), align=RIGHT, header_tooltip="Position in the hash chain"),
     Column("Time", lambda r: when_text(r.at), align=RIGHT),
-    Column("Actor", lambda r: one_line(r.actor, 24), tooltip=lambda r: style.literal_tooltip(r.actor),
+    Column("Actor", lambda r: cell(r.actor, 24), tooltip=lambda r: (r.actor),
            header_tooltip="Who wrote the event: an agent, an operator, the engine, the gateway, …"),
-    Column("Type", lambda r: one_line(r.type, 32), foreground=lambda r: type_tone(r.type),
-           tooltip=lambda r: style.literal_tooltip(r.type)),
-    Column("Trace", lambda r: short_trace(r.trace_id), tooltip=lambda r: style.literal_tooltip(r.trace_id),
+    Column("Type", lambda r: cell(r.type, 32), foreground=lambda r: type_tone(r.type),
+           tooltip=lambda r: (r.type)),
+    Column("Trace", lambda r: short_trace(r.trace_id), tooltip=lambda r: (r.trace_id),
            header_tooltip="The question or message the event belongs to (Enter or a double-click opens it)"),
     Column("Payload", lambda r: payload_summary(r.payload),
-           tooltip=lambda r: style.literal_tooltip(one_line(r.payload_json, 2000)),
+           tooltip=lambda r: (cell(r.payload_json, 2000)),
            header_tooltip="What the event recorded, in one line (the pane beside has it whole)"),
 )
 SEQ_COLUMN, TIME_COLUMN, ACTOR_COLUMN, TYPE_COLUMN, TRACE_COLUMN, PAYLOAD_COLUMN = range(len(AUDIT_COLUMNS))

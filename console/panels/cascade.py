@@ -27,7 +27,7 @@ from typing import Callable
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QPointF, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QPixmap, QPolygonF
-from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPlainTextEdit, QSplitter,
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QSplitter,
                                QStackedWidget, QTableView, QVBoxLayout, QWidget)
 
 from engine import Answer
@@ -39,6 +39,7 @@ from ..batch import Coalescer
 from ..layout import column, read_only_table, splitter
 from ..stage_text import outcome_text
 from ..table_model import RecordTableModel
+from ..untrusted import PlainLabel, PlainPane
 from .cascade_model import (SERIES, STAGE_COLUMNS, STAGE_REASONS_COLUMN, STRIP_COLUMNS, STRIP_QUESTION_COLUMN,
                             QuestionCascade, StageRow, question_text, stage_detail, tick_forms)
 from .trust import ElidedLabel
@@ -96,9 +97,8 @@ def fired_swatch() -> QPixmap:
 
 def _legend_entry(layout: QHBoxLayout, pixmap: QPixmap, text: str, tip: str) -> QLabel:
     """Adds a sample and its text to `layout`; returns the text's label."""
-    icon, label = QLabel(), QLabel(text)
+    icon, label = QLabel(), PlainLabel(text)
     icon.setPixmap(pixmap)
-    label.setTextFormat(Qt.TextFormat.PlainText)
     for widget in (icon, label):
         widget.setToolTip(tip)
     layout.addWidget(icon)
@@ -108,8 +108,7 @@ def _legend_entry(layout: QHBoxLayout, pixmap: QPixmap, text: str, tip: str) -> 
 
 
 def _plain_label() -> QLabel:
-    label = QLabel()
-    label.setTextFormat(Qt.TextFormat.PlainText)      # engine and agent text: never rich text
+    label = PlainLabel()
     label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
@@ -143,8 +142,7 @@ class CascadePanel(QWidget):
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
 
         self._build_plot()
-        self.hint = QLabel(EMPTY_HINT)
-        self.hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.hint = PlainLabel(EMPTY_HINT)
         self.hint.setWordWrap(True)
         self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.hint.setFont(style.scaled_font(self.font(), 1.1))
@@ -188,8 +186,7 @@ class CascadePanel(QWidget):
         stage_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         # Reasons take what is left, elided: the selected stage's are spelled out below the table.
         stage_header.setSectionResizeMode(STAGE_REASONS_COLUMN, QHeaderView.ResizeMode.Stretch)
-        self.stage_pane = QPlainTextEdit()          # the selected stage spelled out: plain text, scrolls
-        self.stage_pane.setReadOnly(True)
+        self.stage_pane = PlainPane()          # the selected stage spelled out: plain text, scrolls
         self.stage_pane.setPlaceholderText("Select a stage to read its scores and reasons.")
         stages = QSplitter(Qt.Orientation.Vertical)
         stages.addWidget(self.stages_table)

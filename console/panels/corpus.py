@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHeaderView, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHeaderView, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from engine.corpus import Skipped
 from engine.ingest.index import IndexPhase, IndexProgress
@@ -27,12 +27,13 @@ from .. import style
 from ..layout import hbox, list_table
 from ..service import EngineService
 from ..table_model import Column, RecordTableModel
+from ..untrusted import PlainLabel
 from .trust import ElidedLabel
 
 NOT_READ = "Not read yet: the engine reads its corpus when it starts"
 SKIPPED_COLUMNS: tuple[Column[Skipped], ...] = (
-    Column("File", lambda s: s.path, tooltip=lambda s: style.literal_tooltip(s.path)),
-    Column("Why it was skipped", lambda s: s.reason, tooltip=lambda s: style.literal_tooltip(s.reason)),
+    Column("File", lambda s: s.path, tooltip=lambda s: (s.path)),
+    Column("Why it was skipped", lambda s: s.reason, tooltip=lambda s: (s.reason)),
 )
 
 
@@ -76,12 +77,6 @@ def status_text(progress: IndexProgress | None) -> tuple[str, str]:
     return record_text(progress.record, previous=True), "muted"
 
 
-def _plain(text: str = "") -> QLabel:
-    label = QLabel(text)
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    return label
-
-
 class CorpusPanel(QWidget):
     sig_state_changed = Signal()             # the index finished or failed: the dock title may change
 
@@ -91,9 +86,9 @@ class CorpusPanel(QWidget):
         self._progress: IndexProgress | None = None
         self._reindexing = False
         self._tone = "muted"
-        self.title = _plain("Corpus")
+        self.title = PlainLabel("Corpus")
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
-        self.counts = _plain()
+        self.counts = PlainLabel()
         self.reindex_button = QPushButton("Re-index")
         self.reindex_button.setToolTip("Read the corpus folder again and embed what changed, in the background "
                                        "(the built-in agents read the folder when the fleet starts)")
@@ -103,9 +98,9 @@ class CorpusPanel(QWidget):
         self.bar = QProgressBar()
         self.bar.setTextVisible(True)
         self.bar.hide()
-        self.status = _plain(NOT_READ)
+        self.status = PlainLabel(NOT_READ)
         self.status.setWordWrap(True)
-        self.skipped_title = _plain()
+        self.skipped_title = PlainLabel()
         self.skipped_model: RecordTableModel[Skipped] = RecordTableModel(SKIPPED_COLUMNS, self)
         self.skipped_table = list_table(self.skipped_model)
         self.skipped_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)

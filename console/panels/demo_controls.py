@@ -14,11 +14,12 @@ shutdown is not.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QToolButton, QWidget
 
-from .. import style
+from .. import style, untrusted
 from ..service import EngineService
 from ..service.demo import DEFAULT_RATE, RATE_MAX, RATE_MIN, DemoStats
+from ..untrusted import PlainLabel
 
 OFF_TEXT = "off"
 WIDEST_LINE = "9999 asked · 9999 answered · 99 in flight · 9999 skipped"
@@ -50,8 +51,7 @@ class DemoControls(QWidget):
         self.rate.setValue(min(max(rate, RATE_MIN), RATE_MAX))
         self.rate.setToolTip(f"Demo questions a second ({RATE_MIN:g} to {RATE_MAX:g}); a tick that finds the "
                              "fleet still busy with earlier ones is skipped, and counted")
-        self.line = QLabel(OFF_TEXT)
-        self.line.setTextFormat(Qt.TextFormat.PlainText)
+        self.line = PlainLabel(OFF_TEXT)
         # Room for a long count from the start, so the status bar does not shift as the numbers grow.
         self.line.setMinimumWidth(self.line.fontMetrics().horizontalAdvance(WIDEST_LINE))
 
@@ -103,7 +103,7 @@ class DemoControls(QWidget):
         """The engine's counts (sig_changed): the line, the switch and, when another hand changed it, the rate."""
         self.line.setText(stats.line() if stats.running or stats.asked else OFF_TEXT)
         tip = f"Last failure: {stats.last_error}" if stats.last_error else ""
-        self.line.setToolTip(style.literal_tooltip(tip) if tip else "")
+        self.line.setToolTip(untrusted.tooltip(tip) if tip else "")
         if stats.running and abs(stats.rate - self.rate_value()) > 1e-9:
             self.rate.blockSignals(True)
             self.rate.setValue(stats.rate)

@@ -7,7 +7,6 @@ Pure presentation: tables are RecordTableModels over engine values; the detail p
 from __future__ import annotations
 
 import difflib
-import html
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -21,8 +20,8 @@ from engine.text import sentences
 
 from .. import style
 from ..table_model import CENTER, RIGHT, VALUE_ROLE, Column
+from ..untrusted import html_text
 
-esc = html.escape
 CHALLENGE_WORDS = {ChallengeOutcome.PASSED: "passed", ChallengeOutcome.NO_REPLY: "failed: no reply",
                    ChallengeOutcome.QUOTE_NOT_CITED: "failed", ChallengeOutcome.QUOTE_DOES_NOT_BACK: "failed",
                    ChallengeOutcome.NOT_ASKED: "not asked"}
@@ -220,7 +219,7 @@ def flag_chips_html(flags: Iterable[str]) -> str:
     chips = []
     for flag in flags:
         background, text = style.flag_chip_colours(flag)
-        chips.append(f"<span style='{style.css_background(background)}; {style.css(text)}; font-weight:bold'>&nbsp;{esc(flag)}&nbsp;</span>")
+        chips.append(f"<span style='{style.css_background(background)}; {style.css(text)}; font-weight:bold'>&nbsp;{html_text(flag)}&nbsp;</span>")
     return " ".join(chips)
 
 
@@ -247,13 +246,13 @@ def diff_html(original: str, changed: str) -> str:
     out: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
         if op == "equal":
-            out.append(esc(" ".join(new[j1:j2])))
+            out.append(html_text(" ".join(new[j1:j2])))
             continue
         if i2 > i1:
-            out.append(f"<s style='{style.fg('muted')}'>{esc(' '.join(old[i1:i2]))}</s>")
+            out.append(f"<s style='{style.fg('muted')}'>{html_text(' '.join(old[i1:i2]))}</s>")
         if j2 > j1:
             out.append(f"<span style='{style.bg('highlight_tint')}; {style.fg('bad')}; font-weight:bold'>"
-                       f"{esc(' '.join(new[j1:j2]))}</span>")
+                       f"{html_text(' '.join(new[j1:j2]))}</span>")
     return " ".join(out)
 
 
@@ -262,7 +261,7 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 def section_html(section: str) -> str:
     """The headings above a passage (" › " between them), as a small muted line."""
-    return f"<p style='{style.fg('muted')}; font-size:small; margin:0'>{esc(section)}</p>" if section.strip() else ""
+    return f"<p style='{style.fg('muted')}; font-size:small; margin:0'>{html_text(section)}</p>" if section.strip() else ""
 
 
 def passage_text_html(text: str, kind: str = "", section: str = "") -> str:
@@ -271,13 +270,13 @@ def passage_text_html(text: str, kind: str = "", section: str = "") -> str:
     piece is escaped: a passage is data, never markup or a link."""
     if kind == "code":
         family = re.sub(r"[\"'<>&;]", "", style.monospace_font().family())    # the system's name, made inert
-        body = f"<pre style=\"white-space:pre-wrap; font-family:'{family}'\">{esc(text)}</pre>"
+        body = f"<pre style=\"white-space:pre-wrap; font-family:'{family}'\">{html_text(text)}</pre>"
     elif kind == "table":
         rows = [line for line in text.splitlines() if line.strip()]
         rows = rows if len(rows) > 1 else sentences(text)       # rows joined by spaces: one per sentence
-        body = "<p>" + "<br>".join(esc(row.strip()) for row in rows) + "</p>"
+        body = "<p>" + "<br>".join(html_text(row.strip()) for row in rows) + "</p>"
     else:
-        body = "".join(f"<p>{esc(' '.join(paragraph.split()))}</p>"
+        body = "".join(f"<p>{html_text(' '.join(paragraph.split()))}</p>"
                        for paragraph in _PARAGRAPH_BREAK.split(text) if paragraph.strip())
     return section_html(section) + body
 
@@ -291,12 +290,12 @@ def chunk_text_html(chunk: Chunk) -> str:
 def passage_html(row: PassageRow, reference: ContextChunk | None = None) -> str:
     chunk, explanation = row.passage.chunk, row.passage.explanation
     colour = style.tones().bad.name() if row.kept_out else style.tones().good.name()
-    parts = [f"<h3 style='margin:0'>{esc(chunk.title or chunk.id)}</h3>",
-             f"<p style='{style.fg('muted')}; margin-top:4px'>Source: {esc(chunk.source or 'unknown')}"
-             f"<br>Chunk: <code>{esc(chunk.id)}</code></p>",
+    parts = [f"<h3 style='margin:0'>{html_text(chunk.title or chunk.id)}</h3>",
+             f"<p style='{style.fg('muted')}; margin-top:4px'>Source: {html_text(chunk.source or 'unknown')}"
+             f"<br>Chunk: <code>{html_text(chunk.id)}</code></p>",
              f"<p><b style='color:{colour}'>{row.status.upper()}</b> {flag_chips_html(row.flags)}"]
     if row.note:
-        parts.append(f"<br><b>Why:</b> {esc(row.note)}")
+        parts.append(f"<br><b>Why:</b> {html_text(row.note)}")
     parts.append("</p>")
     if reference is not None:
         parts.append(section_html(str(chunk.metadata.get("section") or "")))
@@ -305,12 +304,12 @@ def passage_html(row: PassageRow, reference: ContextChunk | None = None) -> str:
                      f"<p>{diff_html(reference.chunk.text, chunk.text)}</p>")
     else:
         parts.append(chunk_text_html(chunk))
-    facts = [f"returned by {esc(', '.join(row.passage.supported_by) or 'no agent')}"]
+    facts = [f"returned by {html_text(', '.join(row.passage.supported_by) or 'no agent')}"]
     if row.passage.disputed_by:
-        facts.append(f"other text under this id from {esc(', '.join(row.passage.disputed_by))}")
+        facts.append(f"other text under this id from {html_text(', '.join(row.passage.disputed_by))}")
     if explanation is not None:
         facts += [f"support {explanation.support_share:.0%}", f"votes {explanation.votes:.4f}",
-                  f"score {row.passage.score:.4f}", f"kinds {esc(', '.join(explanation.kinds) or '—')}",
+                  f"score {row.passage.score:.4f}", f"kinds {html_text(', '.join(explanation.kinds) or '—')}",
                   f"metadata confidence {explanation.metadata_confidence:.2f}",
                   f"query similarity {explanation.query_similarity:.2f}",
                   f"cluster {explanation.cluster if explanation.cluster >= 0 else 'none'}"]
@@ -323,14 +322,14 @@ def passage_html(row: PassageRow, reference: ContextChunk | None = None) -> str:
 def candidate_html(candidate: Candidate) -> str:
     generation = candidate.generation
     colour = style.tones().bad.name() if failing(candidate) else style.tones().good.name()
-    parts = [f"<h3 style='margin:0'>{esc(candidate.agent_id)}</h3>",
+    parts = [f"<h3 style='margin:0'>{html_text(candidate.agent_id)}</h3>",
              f"<p style='{style.fg('muted')}; margin-top:4px'>support <b style='color:{colour}'>{candidate.support_rate:.0%}</b>"
              f" · claims backed {claims_summary(candidate)} · credibility {candidate.credibility:.2f}"
              f" · confidence {generation.confidence:.2f}"
-             f" · agrees with {esc(', '.join(candidate.agreeing) or 'no one')}</p>",
-             f"<p style='white-space:pre-wrap'>{esc(generation.answer or '(no answer)')}</p>"]
+             f" · agrees with {html_text(', '.join(candidate.agreeing) or 'no one')}</p>",
+             f"<p style='white-space:pre-wrap'>{html_text(generation.answer or '(no answer)')}</p>"]
     if generation.reasoning:
-        parts.append("<p><b>Reasoning</b></p><ul>" + "".join(f"<li>{esc(step)}</li>" for step in generation.reasoning)
+        parts.append("<p><b>Reasoning</b></p><ul>" + "".join(f"<li>{html_text(step)}</li>" for step in generation.reasoning)
                      + "</ul>")
     if candidate.checks:
         parts.append(f"<p style='{style.fg('muted')}'>Select a claim to read the passages it cites.</p>")
@@ -340,31 +339,31 @@ def candidate_html(candidate: Candidate) -> str:
 def claim_check_html(check, passages: Mapping[str, PassageRow]) -> str:
     colour = style.tones().good.name() if check.supported else style.tones().bad.name()
     verdict = "SUPPORTED" if check.supported else "NOT SUPPORTED"
-    parts = [f"<p style='font-size:large; margin:0'>{esc(check.claim.text)}</p>",
+    parts = [f"<p style='font-size:large; margin:0'>{html_text(check.claim.text)}</p>",
              f"<p><b style='color:{colour}'>{check_mark(check.supported)} {verdict}</b>"
-             f" · coverage {check.coverage:.0%}" + (f" · {esc(check.reason)}" if check.reason else "") + "</p>"]
+             f" · coverage {check.coverage:.0%}" + (f" · {html_text(check.reason)}" if check.reason else "") + "</p>"]
     if not check.claim.citations:
         parts.append(f"<p style='{style.fg('muted')}'>The claim cites no passage.</p>")
     for chunk_id in check.claim.citations:
         row = passages.get(chunk_id)
         if row is None:
-            parts.append(f"<p><b>[{esc(chunk_id)}]</b> <span style='color:{style.tones().bad.name()}'>"
+            parts.append(f"<p><b>[{html_text(chunk_id)}]</b> <span style='color:{style.tones().bad.name()}'>"
                          f"was not among the passages the fleet retrieved</span></p>")
             continue
         where = ("<span style='color:%s'>kept out</span>" % style.tones().bad.name()) if row.kept_out else "in context"
-        parts.append(f"<p><b>[{esc(chunk_id)}]</b> {esc(row.passage.chunk.title)} — {where}</p>"
+        parts.append(f"<p><b>[{html_text(chunk_id)}]</b> {html_text(row.passage.chunk.title)} — {where}</p>"
                      + chunk_text_html(row.passage.chunk))
     return "".join(parts)
 
 
 def outcome_html(outcome: AgentOutcome) -> str:
     colour = style.call_status_colour(outcome.status).name()
-    parts = [f"<h3 style='margin:0'>{esc(outcome.agent_id)}</h3>",
+    parts = [f"<h3 style='margin:0'>{html_text(outcome.agent_id)}</h3>",
              f"<p style='{style.fg('muted')}; margin-top:4px'>{outcome.role.value} · "
              f"<b style='color:{colour}'>{outcome.status.value}</b> · {outcome.latency_ms:,.0f} ms"
-             f" · {outcome.n_items} item(s)" + (f" · reply form {esc(outcome.mode)}" if outcome.mode else "") + "</p>"]
+             f" · {outcome.n_items} item(s)" + (f" · reply form {html_text(outcome.mode)}" if outcome.mode else "") + "</p>"]
     if outcome.error:
-        parts.append(f"<p style='white-space:pre-wrap; color:{style.tones().bad.name()}'>{esc(outcome.error)}</p>")
+        parts.append(f"<p style='white-space:pre-wrap; color:{style.tones().bad.name()}'>{html_text(outcome.error)}</p>")
     return "".join(parts)
 
 

@@ -20,15 +20,16 @@ from typing import Callable, Iterable
 
 from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QIcon, QKeyEvent
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QFrame, QHBoxLayout, QHeaderView, QLabel, QMenu,
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QFrame, QHBoxLayout, QHeaderView, QMenu,
                                QPushButton, QSizePolicy, QStyle, QTableView, QVBoxLayout, QWidget)
 
 from engine import AgentState, AgentView, Answer, FaultKind, FleetState
 
-from .. import style
+from .. import style, untrusted
 from ..service import EngineService
 from ..service.fleet import FleetAction
 from ..table_model import RIGHT, Column, RecordTableModel
+from ..untrusted import PlainLabel
 from .trust import ElidedLabel
 from .shown import ShownMixin
 from .trust_dialog import TrustAction, TrustActionDialog
@@ -340,8 +341,7 @@ class StopConfirmation(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("stopConfirmation")
-        self.question = QLabel()
-        self.question.setTextFormat(Qt.TextFormat.PlainText)
+        self.question = PlainLabel()
         self.question.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.confirm_button = QPushButton("Stop them")
         self.cancel_button = QPushButton("Cancel")
@@ -388,7 +388,7 @@ class FleetPanel(ShownMixin, QWidget):
         self.model = FleetModel(self, clock=clock)
         self.model.set_agents(service.fleet.agents())
 
-        self.title = QLabel()
+        self.title = PlainLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
         self.title.setMinimumWidth(160)       # cut short rather than widen the window (the status bar has it too)
         # The last quarantine, release, start or stop, its progress, or why it was refused: cut short with "…"
@@ -599,7 +599,7 @@ class FleetPanel(ShownMixin, QWidget):
             item = menu.addAction(f"{action.verb} {view.spec.id}…")
             item.triggered.connect(lambda _checked=False, a=action: self.open_dialog(a))
             item.setEnabled(allowed)
-            item.setToolTip(why)
+            item.setToolTip(untrusted.tooltip(why))
         return menu
 
     def _show_context_menu(self, pos: QPoint) -> None:

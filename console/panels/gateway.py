@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit, QPushButton,
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLineEdit, QPushButton,
                                QVBoxLayout, QWidget)
 
 from engine.events import GatewayFlagged
@@ -25,6 +25,7 @@ from engine.store.traces import DecisionRow
 from .. import style
 from ..layout import read_only_table, splitter
 from ..service import EngineService
+from ..untrusted import PlainLabel, PlainPane
 from .gateway_model import (ACTION_ORDER, ACTIONS, EVIDENCE_COLUMN, EXCERPT_COLUMN, GatewayFilter, GatewayModel,
                             GatewayRow, details_text)
 
@@ -45,8 +46,7 @@ class GatewayPanel(QWidget):
         self.proxy = GatewayFilter(self)
         self.proxy.setSourceModel(self.model)
 
-        self.summary = QLabel()
-        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary = PlainLabel()
         self.action_filter = QComboBox()
         self.action_filter.addItem("All actions", ALL_ACTIONS)
         for action in ACTION_ORDER:
@@ -71,9 +71,7 @@ class GatewayPanel(QWidget):
         header.setSectionResizeMode(EVIDENCE_COLUMN, QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(EXCERPT_COLUMN, QHeaderView.ResizeMode.Stretch)
         header.resizeSection(EVIDENCE_COLUMN, EVIDENCE_WIDTH)
-        self.details = QPlainTextEdit()          # the selected message in full: plain text only
-        self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.details = PlainPane()          # the selected message in full: plain text only
         self.details.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.details.setPlaceholderText("Select a message to read its evidence and excerpt.")
 

@@ -9,7 +9,6 @@ it as one line of printable characters, the details pane spells it out with hidd
 """
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, replace
 from typing import Iterable
 
@@ -17,12 +16,11 @@ from PySide6.QtCore import QModelIndex, QSortFilterProxyModel
 from PySide6.QtGui import QColor
 
 from engine.gateway.report import GatewayFlag
-from engine.gateway.scanners.invisible import printable
 from engine.store.traces import DecisionRow
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel
-from .alerts import escaped_tooltip
+from ..untrusted import cell, visible
 from .approvals import when_text
 
 MAX_ROWS = 1000               # live rows the panel keeps; the oldest drop off the bottom
@@ -49,24 +47,6 @@ def action_colour(action: str) -> QColor:
 
 def action_meaning(action: str) -> str:
     return ACTIONS.get(action, ("", style.tones().muted, ""))[2]
-
-
-def visible(text: str) -> str:
-    """`text` for a plain-text pane: line breaks and tabs kept, every other character a reader would not
-    see (zero-width, bidi controls, tag characters) named in brackets, e.g. ⟨U+202E⟩, so nothing is hidden
-    and nothing reorders the text around it."""
-    out = []
-    for ch in text:
-        if ch in "\n\t" or ch.isprintable():
-            out.append(ch)
-        else:
-            out.append(f"⟨U+{ord(ch):04X}{' ' + unicodedata.name(ch) if unicodedata.name(ch, '') else ''}⟩")
-    return "".join(out)
-
-
-def one_line(text: str, limit: int = CELL_CHARS) -> str:
-    """A cell's text: one line, printable characters only, cut at `limit`."""
-    return printable(text, limit)
 
 
 @dataclass(frozen=True)
@@ -132,17 +112,17 @@ GATEWAY_COLUMNS: tuple[Column[GatewayRow], ...] = (
     Column("Time", lambda r: when_text(r.at), align=RIGHT),
     Column("Action", lambda r: action_label(r.action), foreground=lambda r: action_colour(r.action),
            bold=lambda r: True, tooltip=lambda r: action_meaning(r.action)),
-    Column("Carrier", lambda r: one_line(r.source, 60), bold=lambda r: True,
-           tooltip=lambda r: escaped_tooltip(f"{r.source} → {r.target}"),
+    Column("Carrier", lambda r: cell(r.source, 60), bold=lambda r: True,
+           tooltip=lambda r: (f"{r.source} → {r.target}"),
            header_tooltip="The agent (or operator) that carried the message"),
     Column("Kind", lambda r: r.kind.replace("_", " "),
-           tooltip=lambda r: escaped_tooltip(f"{r.kind} {r.item}".strip())),
+           tooltip=lambda r: (f"{r.kind} {r.item}".strip())),
     Column("Trust", lambda r: r.trust, header_tooltip="The message's trust level: where it came from, "
                                                       "never what it says about itself"),
     Column("Score", lambda r: f"{r.score:.2f}", align=RIGHT, header_tooltip="Combined injection score, 0 to 1"),
-    Column("Evidence", lambda r: one_line(r.first_evidence), tooltip=lambda r: escaped_tooltip("\n".join(r.evidence)),
+    Column("Evidence", lambda r: cell(r.first_evidence, CELL_CHARS), tooltip=lambda r: ("\n".join(r.evidence)),
            header_tooltip="The first finding (the details below list them all)"),
-    Column("Excerpt", lambda r: one_line(r.excerpt), tooltip=lambda r: escaped_tooltip(r.excerpt)),
+    Column("Excerpt", lambda r: cell(r.excerpt, CELL_CHARS), tooltip=lambda r: (r.excerpt)),
 )
 (TIME_COLUMN, ACTION_COLUMN, CARRIER_COLUMN, KIND_COLUMN, TRUST_COLUMN, SCORE_COLUMN, EVIDENCE_COLUMN,
  EXCERPT_COLUMN) = range(len(GATEWAY_COLUMNS))

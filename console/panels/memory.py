@@ -26,15 +26,15 @@ from typing import Sequence
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QFrame, QGridLayout, QHBoxLayout,
-                               QHeaderView, QLabel, QLayout, QLineEdit, QPlainTextEdit, QPushButton, QRadioButton,
+                               QHeaderView, QLabel, QLayout, QLineEdit, QPushButton, QRadioButton,
                                QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
 
 from engine.memory import EntryStatus, MemoryEntry, Snapshot, Spread
 
-from .. import style
+from .. import style, untrusted
 from ..layout import list_table, splitter
 from ..service import EngineService, MemoryState
-from .gateway_model import one_line
+from ..untrusted import PlainPane, cell
 from .memory_model import (CONTENT_COLUMN, KEY_COLUMN, EntryModel, NamespaceModel, SnapshotModel, SpreadModel,
                            entry_details, first_write_of, result_text, rolled_back_by, snapshot_choice,
                            spread_lines, spread_summary, traces_of)
@@ -85,7 +85,7 @@ def titled(title: QWidget | QLayout, body: QWidget, *below: QWidget | QLayout) -
 def say(label: QLabel, text: str, colour=None) -> None:
     """An outcome in a plain-text label, in a colour, whole in its tooltip (the label may be cut)."""
     label.setText(text)
-    label.setToolTip(style.literal_tooltip(text))
+    label.setToolTip(untrusted.tooltip(text))
     label.setStyleSheet(f"color: {colour.name()};" if colour is not None else "")
 
 
@@ -240,7 +240,7 @@ class RollbackDialog(ReasonDialog):
         if not trace:
             return "Choose or paste a trace id."
         if first_write_of(self._entries, trace) is None:
-            return f"Trace {one_line(trace, 40)} wrote nothing in {self.namespace}'s memory."
+            return f"Trace {cell(trace, 40)} wrote nothing in {self.namespace}'s memory."
         return ""
 
     def _refresh(self, *_args) -> None:
@@ -252,7 +252,7 @@ class RollbackDialog(ReasonDialog):
             self.preview.setText("")
             return
         going = rolled_back_by(self._entries, after)
-        names = ", ".join(f"#{e.id} {one_line(e.key, 30)} v{e.version}" for e in going[:6])
+        names = ", ".join(f"#{e.id} {cell(e.key, 30)} v{e.version}" for e in going[:6])
         more = f" and {len(going) - 6} more" if len(going) > 6 else ""
         self.preview.setText(f"Rolls back {len(going)} entr{'y' if len(going) == 1 else 'ies'}"
                              + (f": {names}{more}." if going else " (nothing was written after that point)."))
@@ -320,9 +320,7 @@ class MemoryPanel(QWidget):
         self.message.setWordWrap(False)
         clip(self.message)
 
-        self.details = QPlainTextEdit()               # the selected entry in full: plain text only
-        self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.details = PlainPane()               # the selected entry in full: plain text only
         self.details.setPlaceholderText(EMPTY_TEXT)
         self.spread_title = plain_label("Who read it? Select an entry and ask.")
         self.spread_table = list_table(self.spread_model)
@@ -405,8 +403,8 @@ class MemoryPanel(QWidget):
         self._fit_key_column()
         if namespace:
             count = self.snapshots.rowCount()
-            self.snapshot_title.setText(f"Snapshots of {one_line(namespace, 40)} ({count})" if count
-                                        else f"No snapshot of {one_line(namespace, 40)} yet")
+            self.snapshot_title.setText(f"Snapshots of {cell(namespace, 40)} ({count})" if count
+                                        else f"No snapshot of {cell(namespace, 40)} yet")
         else:
             self.snapshot_title.setText("Snapshots")
         row = self.entries.row_of(keep_entry) if keep_entry is not None else -1
@@ -504,7 +502,7 @@ class MemoryPanel(QWidget):
         entry = self.current_entry()
         if entry is None or not self._accepting:
             return None
-        where = f"#{entry.id} {one_line(entry.namespace, 40)}/{one_line(entry.key, 60)} v{entry.version}"
+        where = f"#{entry.id} {cell(entry.namespace, 40)}/{cell(entry.key, 60)} v{entry.version}"
         if quarantine:
             dialog = ReasonDialog(
                 f"Quarantine entry {where}",
@@ -556,7 +554,7 @@ class MemoryPanel(QWidget):
         self.spread = spread
         self.spread_model.set_records(spread_lines(spread))
         self.spread_title.setText(spread_summary(spread))
-        self.spread_title.setToolTip(style.literal_tooltip(spread_summary(spread)))
+        self.spread_title.setToolTip(untrusted.tooltip(spread_summary(spread)))
         if self.spread_model.rowCount():
             self._select(self.spread_table, 0, self.spread_model)
         self._refresh_buttons()
@@ -624,7 +622,7 @@ class MemoryPanel(QWidget):
                     f"{n.total(EntryStatus.QUARANTINED)} quarantined · {n.total(EntryStatus.ROLLED_BACK)} rolled back · "
                     f"{len(self.state.snapshots)} snapshot(s) in all · acting as {self._service.operator}")
         self.summary.setText(text)
-        self.summary.setToolTip(style.literal_tooltip(text))
+        self.summary.setToolTip(untrusted.tooltip(text))
 
     def _refresh_buttons(self, *_args) -> None:
         ok = self._accepting and self.dialog is None

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QSizePolicy, QWidget
 
 from engine.events import StageProgressed
 from engine.stages.model import StageKind
 
 from .. import style
 from ..stage_text import rerun_mark
+from ..untrusted import PlainLabel
 
 IDLE_TEXT = "Ask a question: its stages show here as the fleet works on it"
 
@@ -60,8 +60,7 @@ class StageProgressView(QWidget):
         self.bar = QProgressBar()
         self.bar.setMaximumWidth(140)
         self.bar.setTextVisible(False)
-        self.label = QLabel()
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label = PlainLabel()
         self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # long chains elide, never widen
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHeaderView, QPlainTextEdit, QPushButton, QVBoxLayout,
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHeaderView, QPushButton, QVBoxLayout,
                                QWidget)
 
 from engine.gateway.permissions import OUTWARD_TOOLS, SEND_EMAIL, expand_targets
@@ -32,9 +32,8 @@ from .. import style
 from ..layout import list_table, read_only_table, splitter
 from ..service import EngineService, PermissionsView, ToolCallsState
 from ..table_model import RIGHT, Column, RecordTableModel
-from .alerts import escaped_tooltip
+from ..untrusted import PlainPane, cell, visible
 from .approvals import when_text
-from .gateway_model import one_line, visible
 from .memory import ReasonDialog, hbox, say, titled
 from .memory_model import full_time
 from .trust_dialog import plain_label
@@ -99,14 +98,14 @@ def call_details(call: ToolCall) -> str:
 TOOL_COLUMNS: tuple[Column[ToolCall], ...] = (
     Column("#", lambda c: str(c.id), align=RIGHT, foreground=lambda c: style.tones().muted),
     Column("Time", lambda c: when_text(c.at), align=RIGHT, tooltip=lambda c: full_time(c.at)),
-    Column("Agent", lambda c: one_line(c.agent_id, 40), bold=lambda c: True, tooltip=lambda c: escaped_tooltip(c.agent_id)),
-    Column("Tool", lambda c: one_line(c.tool, 40),
-           tooltip=lambda c: escaped_tooltip(c.tool + (" — acts outside the system" if c.tool in OUTWARD_TOOLS else ""))),
+    Column("Agent", lambda c: cell(c.agent_id, 40), bold=lambda c: True, tooltip=lambda c: (c.agent_id)),
+    Column("Tool", lambda c: cell(c.tool, 40),
+           tooltip=lambda c: (c.tool + (" — acts outside the system" if c.tool in OUTWARD_TOOLS else ""))),
     Column("Status", lambda c: c.status.value, foreground=lambda c: status_colour(c.status), bold=lambda c: True,
-           tooltip=lambda c: escaped_tooltip(decision_text(c) or STATUSES[c.status][1])),
-    Column("Why", lambda c: one_line(c.why, PARAMS_CHARS), tooltip=lambda c: escaped_tooltip(c.why)),
-    Column("Params", lambda c: one_line(params_text(c.params), PARAMS_CHARS),
-           tooltip=lambda c: escaped_tooltip(params_text(c.params, indent=2))),
+           tooltip=lambda c: (decision_text(c) or STATUSES[c.status][1])),
+    Column("Why", lambda c: cell(c.why, PARAMS_CHARS), tooltip=lambda c: (c.why)),
+    Column("Params", lambda c: cell(params_text(c.params), PARAMS_CHARS),
+           tooltip=lambda c: (params_text(c.params, indent=2))),
 )
 ID_COLUMN, TIME_COLUMN, AGENT_COLUMN, TOOL_COLUMN, STATUS_COLUMN, WHY_COLUMN, PARAMS_COLUMN = range(len(TOOL_COLUMNS))
 
@@ -130,9 +129,9 @@ class ToolCallsModel(RecordTableModel[ToolCall]):
 
 OUTBOX_COLUMNS: tuple[Column[OutboxMail], ...] = (
     Column("Time", lambda m: when_text(m.at), align=RIGHT, tooltip=lambda m: full_time(m.at)),
-    Column("To", lambda m: one_line(m.recipient, 80), tooltip=lambda m: escaped_tooltip(m.recipient)),
-    Column("Subject", lambda m: one_line(m.subject, 120), tooltip=lambda m: escaped_tooltip(m.subject)),
-    Column("Body", lambda m: one_line(m.body, 160), tooltip=lambda m: escaped_tooltip(m.body)),
+    Column("To", lambda m: cell(m.recipient, 80), tooltip=lambda m: (m.recipient)),
+    Column("Subject", lambda m: cell(m.subject, 120), tooltip=lambda m: (m.subject)),
+    Column("Body", lambda m: cell(m.body, 160), tooltip=lambda m: (m.body)),
     Column("Call", lambda m: f"#{m.tool_call_id}", align=RIGHT, foreground=lambda m: style.tones().muted,
            header_tooltip="The tool call whose approval wrote it"),
 )
@@ -181,7 +180,7 @@ PERMISSION_COLUMNS: tuple[Column[PermissionRow], ...] = (
     Column("Approval mode", lambda r: _yes_no(r.approval),
            foreground=lambda r: style.tones().good if r.approval else style.tones().warn,
            header_tooltip="yes: its outward actions (send_email) wait for an operator"),
-    Column("Can send to", lambda r: r.can_send_to, tooltip=lambda r: escaped_tooltip(f"in this fleet: {r.sends_to}"),
+    Column("Can send to", lambda r: r.can_send_to, tooltip=lambda r: (f"in this fleet: {r.sends_to}"),
            header_tooltip="Agent ids and role groups it may message (hover a cell: the agents they stand for)"),
 )
 
@@ -239,7 +238,7 @@ def consequence(call: ToolCall, approve: bool) -> str:
                 f"and goes into the audit trail with your name and reason.")
     if call.tool == SEND_EMAIL:
         to, subject = call.params.get("to", "?"), call.params.get("subject", "")
-        return (f"The e-mail to {one_line(str(to), 80)} (“{one_line(str(subject), 80)}”) is written to the outbox "
+        return (f"The e-mail to {cell(str(to), 80)} (“{cell(str(subject), 80)}”) is written to the outbox "
                 f"table. The product never sends mail. The matrix is checked again first; the approval is final and "
                 f"goes into the audit trail with your name and reason.")
     return (f"{what} runs now (the matrix is checked again first). The approval is final and goes into the audit "
@@ -280,9 +279,7 @@ class ToolCallsPanel(QWidget):
         header.setSectionResizeMode(WHY_COLUMN, QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(PARAMS_COLUMN, QHeaderView.ResizeMode.Stretch)
         header.resizeSection(WHY_COLUMN, WHY_WIDTH)
-        self.details = QPlainTextEdit()
-        self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.details = PlainPane()
         self.details.setPlaceholderText("No tool call yet: agents ask for tools (memory, sql_query, send_email, "
                                         "messages) in their replies; every call, refused ones included, shows here.")
         self.outbox_title = plain_label("Outbox")

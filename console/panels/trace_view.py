@@ -19,15 +19,15 @@ from typing import Sequence
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QFont
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QDialog, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QPlainTextEdit, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+                               QLineEdit, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
 from engine.store.traces import TraceLine
 
-from .. import style
+from .. import style, untrusted
 from ..layout import splitter
-from .alerts import escaped_tooltip
-from .gateway_model import action_colour, action_label, one_line, visible
+from ..untrusted import PlainLabel, PlainPane, cell, visible
+from .gateway_model import action_colour, action_label
 
 TITLE = "Trace"
 COLUMNS = ("Time", "Kind", "From → to", "Trust", "Summary")     # the tree's branches are drawn in Kind
@@ -87,8 +87,7 @@ class TraceView(QDialog):
         self.flagged_only = QCheckBox("Only messages the gateway stopped or changed")
         self.flagged_only.setToolTip("Hide the messages the gateway let pass unchanged (decisions and audit "
                                      "events stay)")
-        self.status = QLabel("No trace shown yet.")
-        self.status.setTextFormat(Qt.TextFormat.PlainText)
+        self.status = PlainLabel("No trace shown yet.")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -104,8 +103,7 @@ class TraceView(QDialog):
         header = self.tree.header()
         header.setStretchLastSection(True)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.details = QPlainTextEdit()
-        self.details.setReadOnly(True)
+        self.details = PlainPane()
         self.details.setPlaceholderText("Select a line to read it whole, with its data.")
 
         top = QHBoxLayout()
@@ -199,11 +197,11 @@ class TraceView(QDialog):
             self.tree.scrollToItem(current, QAbstractItemView.ScrollHint.PositionAtCenter)
 
     def _item(self, line: TraceLine) -> QTreeWidgetItem:
-        item = QTreeWidgetItem([when(line.at), line.kind, one_line(who(line), 80), line.trust,
-                                one_line(line.summary, SUMMARY_CHARS)])
+        item = QTreeWidgetItem([when(line.at), line.kind, cell(who(line), 80), line.trust,
+                                cell(line.summary, SUMMARY_CHARS)])
         item.setData(0, LINE_ROLE, line)
-        item.setToolTip(SUMMARY_COLUMN, escaped_tooltip(line.summary))
-        item.setToolTip(WHO_COLUMN, escaped_tooltip(who(line)))
+        item.setToolTip(SUMMARY_COLUMN, untrusted.tooltip(line.summary))
+        item.setToolTip(WHO_COLUMN, untrusted.tooltip(who(line)))
         action = line_action(line)
         if action:
             colour = QBrush(action_colour(action))

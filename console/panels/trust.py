@@ -26,13 +26,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QModelIndex, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QSizePolicy,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QSizePolicy,
                                QTableView, QVBoxLayout, QWidget)
 
 from engine import AgentView
 from engine.store.trust import ScorePoint
 
-from .. import style
+from .. import style, untrusted
+from ..untrusted import PlainLabel
 from ..batch import Coalescer
 from ..layout import column, splitter
 from ..service import EngineService
@@ -80,13 +81,12 @@ def group_text(points: list[ScorePoint]) -> str:
     return point_text(first).replace(first.agent_id, ", ".join(p.agent_id for p in points), 1)
 
 
-class ElidedLabel(QLabel):
+class ElidedLabel(PlainLabel):
     """One line of plain text that ends in '…' when it does not fit (the whole text is its tooltip), and never
     asks for more width than it is given."""
 
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setTextFormat(Qt.TextFormat.PlainText)
+        super().__init__(parent=parent)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._full = ""
         self.set_full_text(text)
@@ -104,8 +104,9 @@ class ElidedLabel(QLabel):
 
     def _elide(self) -> None:
         width = max(self.width() - 2, 40)
-        self.setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width))
-        self.setToolTip(style.literal_tooltip(self._full) if self.text() != self._full else "")
+        shown = untrusted.visible(self._full)
+        self.setText(self.fontMetrics().elidedText(shown, Qt.TextElideMode.ElideRight, width))
+        self.setToolTip(untrusted.tooltip(self._full) if self.text() != shown else "")
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ class TrustPanel(QWidget):
         self._dotted: dict[str, tuple[int, tuple]] = {}   # per agent: points already dotted, and in what style
         self._batch: Coalescer[bool] = Coalescer(lambda _items: self._draw(), REDRAW_MS, self)
 
-        self.title = QLabel()
+        self.title = PlainLabel()
         self.title.setFont(style.scaled_font(self.font(), 1.15, bold=True))
         self.plot = pg.PlotWidget(background=style.tones().base, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
         self.plot.setMinimumHeight(220)
@@ -232,8 +233,7 @@ class TrustPanel(QWidget):
         header = self.legend.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        self.selection_label = QLabel()           # the selected agent's standing and its last change
-        self.selection_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.selection_label = PlainLabel()           # the selected agent's standing and its last change
         self.selection_label.setWordWrap(True)
 
         plot_side = column(self.plot, self.hover_label)

@@ -17,6 +17,7 @@ from engine.reputation import AgentQuarantined, AgentReleased
 
 from .. import style
 from ..service import EngineService
+from ..untrusted import PlainLabel
 
 
 class TrustAction(enum.Enum):
@@ -59,8 +60,7 @@ def standing_text(view: AgentView) -> str:
 
 def plain_label(text: str = "") -> QLabel:
     """A label that shows text as text: agent ids and engine messages are never markup."""
-    label = QLabel(text)
-    label.setTextFormat(Qt.TextFormat.PlainText)
+    label = PlainLabel(text)
     label.setWordWrap(True)
     return label
 

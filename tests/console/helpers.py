@@ -26,3 +26,13 @@ def processes_mentioning(text: str) -> list[int]:
         if text in cmdline and "zombie" not in state:
             pids.append(int(entry.name))
     return pids
+
+
+def tooltip_text(tooltip: str) -> str:
+    """What the operator reads in a tooltip: Qt renders one that looks like HTML as HTML."""
+    from PySide6.QtGui import Qt, QTextDocument      # QtGui's Qt namespace has mightBeRichText
+    if not Qt.mightBeRichText(tooltip):
+        return tooltip
+    document = QTextDocument()
+    document.setHtml(tooltip)
+    return document.toPlainText()

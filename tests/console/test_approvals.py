@@ -9,7 +9,7 @@ import json
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 
-from console import style
+from console import style, untrusted
 from console.app import serve
 from console.main_window import MainWindow
 from console.panels.approvals import REVIEW_COLUMNS, DecisionForm, ReviewModel, claim_mark, item_html
@@ -65,7 +65,7 @@ def test_review_model_passes_qt_model_tester_and_keeps_queue_order(qtmodeltester
     assert text(model, 0, "Question") == "What are the moons of Mars?"
     assert text(model, 0, "Answer / verdict") == "Mars has two moons, Phobos and Deimos."
     tooltip = model.data(model.index(1, COLUMN["Status"]), Qt.ItemDataRole.ToolTipRole)
-    assert tooltip == style.literal_tooltip("rejected by alice: other — three moons? <b>no</b>")     # shown literally
+    assert tooltip == untrusted.tooltip("rejected by alice: other — three moons? <b>no</b>")     # shown literally
 
     # The tester stays connected and checks every change below (a second check() would connect it twice).
     assert model.upsert(pending_2) == 1                 # a new pending item goes after the pending ones

@@ -239,7 +239,7 @@ def test_details_show_markup_formulas_and_hidden_characters_literally(qtbot, pan
     assert html.escape(MARKUP) in cell(panel, 6, PAYLOAD_COLUMN, TOOLTIP)          # an escaped tooltip
     assert panel.select_event(7)
     assert f"by {FORMULA}" in panel.details.toPlainText()
-    assert cell(panel, 7, ACTOR_COLUMN) == FORMULA[:21] + "..."                  # as written, cut to fit
+    assert cell(panel, 7, ACTOR_COLUMN) == FORMULA[:23] + "…"                    # as written, cut to fit
     assert html.escape(FORMULA) in cell(panel, 7, ACTOR_COLUMN, TOOLTIP)
     assert panel.select_event(5)
     assert "Phobos⟨U+202E RIGHT-TO-LEFT OVERRIDE⟩Deimos" in panel.details.toPlainText()
@@ -248,7 +248,7 @@ def test_details_show_markup_formulas_and_hidden_characters_literally(qtbot, pan
 
 def test_payload_summary_leaves_out_empty_values_and_stays_one_line():
     assert payload_summary({"a": "", "b": None, "c": [], "d": {}, "e": ["x", 1], "f": {"g": 1},
-                            "h": "two\nlines"}) == 'e: x, 1 · f: {"g":1} · h: two lines'
+                            "h": "two\nlines"}) == 'e: x, 1 · f: {"g":1} · h: two ↵ lines'
 
 
 # --- the chain --------------------------------------------------------------------------------------

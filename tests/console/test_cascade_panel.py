@@ -225,7 +225,7 @@ def test_untrusted_text_is_shown_literally(qtbot):
     assert bold in panel.stage_pane.toPlainText() and formula in panel.stage_pane.toPlainText()
     assert panel.reason_label.text() == f"halted: {bold} {formula}"
     assert cell(panel.stages_model, 0, "Reasons", STAGE) == f"{bold}; {formula}"
-    assert cell(panel.strip_model, 0, "Question", STRIP) == question
+    assert cell(panel.strip_model, 0, "Question", STRIP) == question.strip()       # one line, trimmed
     assert panel.title.full_text() == f"Cascade — {question}"
     assert "&lt;b&gt;x&lt;/b&gt;" in panel.title.toolTip()          # escaped: the tooltip shows it literally
 

@@ -19,6 +19,7 @@ from engine.types import Suspect
 from . import recorded
 from .answers import SUSPECT_REASON, make_answer
 from .fakes import FakeEngine, fake_service
+from .helpers import tooltip_text
 
 COLUMN = {column.title: position for position, column in enumerate(FLEET_COLUMNS)}
 DISPLAY, FOREGROUND, BACKGROUND, TOOLTIP = (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ForegroundRole,
@@ -108,7 +109,7 @@ def test_the_columns_an_operator_reads(tmp_path):
     assert text(model, 0, "Error rate") == "0%" and foreground(model, 0, "Error rate") == style.tones().muted
     assert text(model, 1, "Error rate") == "20%" and foreground(model, 1, "Error rate") == style.tones().warn
     assert text(model, 2, "Error rate") == "60%" and foreground(model, 2, "Error rate") == style.tones().bad
-    assert cell(model, 2, "Error rate", TOOLTIP).startswith("3 of its last 5 calls gave no usable reply")
+    assert tooltip_text(cell(model, 2, "Error rate", TOOLTIP)).startswith("3 of its last 5 calls gave no usable reply")
     new = model.row_of("ret-new")
     assert [text(model, new, t) for t in ("Latency p50 (ms)", "Error rate", "Last seen")] == ["—", "—", "—"]
     assert text(model, 2, "Detail") == "exited with code 1: boom"
@@ -161,7 +162,7 @@ def test_last_seen_counts_from_the_injected_clock_with_the_time_in_its_tooltip(t
     assert text(model, 0, "Last seen") == "12 s ago"
     assert text(model, 2, "Last seen") == "5 min ago"
     assert text(model, 5, "Last seen") == "2 h ago"
-    assert cell(model, 0, "Last seen", TOOLTIP).startswith("Last usable reply at ")
+    assert tooltip_text(cell(model, 0, "Last seen", TOOLTIP)).startswith("Last usable reply at ")
     assert "no usable reply" in cell(model, model.row_of("ret-new"), "Last seen", TOOLTIP).lower()
     clock.now += 50
     assert text(model, 0, "Last seen") == "1 min ago"

@@ -131,7 +131,8 @@ def test_an_agents_markup_and_hidden_characters_stay_literal_in_table_details_an
                    evidence=(f"patterns: quoted {HOSTILE}",))
     service.gateway.sig_flagged.emit(GatewayFlagged((hostile,), QUESTION_ID, time.time()))
 
-    assert cell(panel, 0, EXCERPT_COLUMN) == f"Voyager {HOSTILE} evil"        # hidden characters never reach a cell
+    # Hidden characters are named in a cell, never obeyed (the override would reverse the rest of the row).
+    assert cell(panel, 0, EXCERPT_COLUMN) == f"Voyager {HOSTILE}⟨U+202E RIGHT-TO-LEFT OVERRIDE⟩evil⟨U+200B ZERO WIDTH SPACE⟩"
     assert cell(panel, 0, EVIDENCE_COLUMN) == f"patterns: quoted {HOSTILE}"
     assert cell(panel, 0, CARRIER_COLUMN) == f"ret-{HOSTILE}"
     for column in (EXCERPT_COLUMN, EVIDENCE_COLUMN, CARRIER_COLUMN):
