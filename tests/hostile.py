@@ -11,6 +11,7 @@ the canary shows, the tag must show before it as text (`shown_literally`), or th
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import textwrap
@@ -50,9 +51,16 @@ def shown_literally(shown: str) -> list[str]:
     """The problems in `shown` (what the operator sees or gets): a canary whose tag did not show before it
     as text, or a character that acts on the text around it. An empty list: shown as its own text."""
     problems = [f"{word} shown without its tag {tag!r} before it (the markup was obeyed)"
-                for tag, word in MARKUP for at in _positions(shown, word) if not shown[:at].endswith(tag)]
+                for tag, word in MARKUP for at in _positions(shown, word) if not _tag_shown(shown[:at], tag)]
     problems += [f"raw {ch!r} in {shown[:80]!r}" for ch in ACTING if ch in shown]
     return problems
+
+
+def _tag_shown(before: str, tag: str) -> bool:
+    """The tag's end shows right before its canary: as written, or inside a JSON string. Its end is enough (an
+    excerpt may cut the middle out of a long tag); a tag that was obeyed shows none of its characters."""
+    end = tag[-10:]
+    return before.endswith((end, json.dumps(end)[1:-1]))
 
 
 def _positions(text: str, word: str) -> list[int]:
@@ -85,21 +93,51 @@ def write_hostile_corpus(folder: Path, base: Path | None = None) -> Path:
     (folder / "uranus-rings.txt").write_text(
         hostile_text("The rings of Uranus were found in 1977. Voyager 2 flew past Uranus and imaged them. ") + "\n",
         encoding="utf-8")
+    # A file name is the document's own text too: this one is skipped (not UTF-8) and listed with its reason.
+    (folder / f"{MARKUP[3][0]}{MARKUP[3][1]}.txt").write_bytes(b"\xff\xfe not utf-8 \xc3\x28")
     return folder
 
 
 class HostileGenerator:
-    """Answers every question with the hostile text, cites the first passage it was given, reasons in
-    hostile lines, and asks for a tool it was never granted with hostile parameters."""
+    """Answers every question with the hostile answer, cites the first passage it was given, reasons in markup
+    (which passes the gateway, so its tool requests are weighed), and asks twice to send an e-mail and twice to
+    write its memory: once with every piece (refused or blocked, and listed), once with markup alone (which
+    passes, so the outbox and the memory panel show it)."""
 
     def generate(self, query: str, context):
         from engine.types import Claim, Generation, ToolRequest
         cited = (context[0].id,) if context else ()
-        answer = ANSWER
-        return Generation(answer=answer, reasoning=(hostile_text("I read the passages. "),),
-                          claims=(Claim(answer, cited),), confidence=0.99,
-                          actions=(ToolRequest("send_email", {"to": FORMULA, "subject": hostile_text(),
-                                                              "body": hostile_text()}),))
+        return Generation(answer=ANSWER, reasoning=(f"I read the passages. {hostile_markup()}",),
+                          claims=(Claim(ANSWER, cited),), confidence=0.99,
+                          actions=(ToolRequest("send_email", {"to": FORMULA, "subject": hostile_markup(),
+                                                              "body": hostile_text()}),
+                                   ToolRequest("send_email", {"to": "ops@example.org", "subject": hostile_markup(),
+                                                              "body": hostile_markup()}),
+                                   ToolRequest("memory.write", {"key": "notes", "content": hostile_text()}),
+                                   ToolRequest("memory.write", {"key": "uranus", "content": hostile_markup()})))
+
+
+# What gen-hostile may ask for: its own memory, and e-mail that waits for an operator (so both reach the panels).
+PERMISSIONS = """
+version = 1
+[tools.send_email]
+allowed_domains = ["example.org"]
+[agents.gen-hostile]
+allowed_tools = ["memory.write", "send_email"]
+memory_access = "own"
+approval_mode = true
+"""
+
+
+def write_hostile_fleet(folder: Path, port: int, corpus: Path) -> Path:
+    """The small test fleet on `corpus`, with gen-hostile at `port` and its permissions."""
+    from .conftest import write_fleet
+    (folder / "permissions.toml").write_text(PERMISSIONS, encoding="utf-8")
+    fleet = write_fleet(folder, FLEET_ENTRY.format(port=port), corpus=corpus)
+    text = fleet.read_text(encoding="utf-8")
+    head, agents = text.split("[[agents]]", 1)
+    fleet.write_text(f'{head}permissions = "permissions.toml"\n\n[[agents]]{agents}', encoding="utf-8")
+    return fleet
 
 
 FLEET_ENTRY = """
