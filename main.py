@@ -115,22 +115,26 @@ def _load(args):
 
 
 def _print_answer(answer) -> None:
+    """Every text an agent or a document wrote is quoted(): one line each, no escape sequence, no forged line."""
     from engine import Role
-    print(f"Question : {answer.question}")
-    print(f"Verdict  : {answer.verdict.value} ({answer.reason})")
-    print(f"Tier     : {answer.tier_reason or answer.tier.value}")
-    print(f"Answer   : {answer.answer or '-'}")
+    from engine.untrusted import quoted
+    print(f"Question : {quoted(answer.question)}")
+    print(f"Verdict  : {answer.verdict.value} ({quoted(answer.reason)})")
+    print(f"Tier     : {quoted(answer.tier_reason or answer.tier.value)}")
+    print(f"Answer   : {quoted(answer.answer) or '-'}")
     for citation in answer.citations:
-        print(f"  cites [{citation.chunk_id}] {citation.source}: {citation.text[:100]}...")
+        print(f"  cites [{quoted(citation.chunk_id)}] {quoted(citation.source)}: {quoted(citation.text[:100])}...")
     if not answer.answer and answer.candidates:
         print("Positions:")
         for cand in answer.candidates:
-            print(f"  {cand.agent_id} (support {cand.support_rate:.0%}): {cand.generation.answer[:120]}")
+            print(f"  {quoted(cand.agent_id)} (support {cand.support_rate:.0%}): "
+                  f"{quoted(cand.generation.answer[:120])}")
     print(f"Agents   : {answer.agents_ok(Role.RETRIEVER)} retrievers and {answer.agents_ok(Role.GENERATOR)} "
           f"generators answered")
     for agent in answer.agents:
-        note = (f"  [{agent.mode}]" if agent.mode else "") + (f"  {agent.error}" if agent.error else "")
-        print(f"  {agent.agent_id:<16} {agent.role.value:<9} {agent.status.value:<9} {agent.latency_ms:8.1f} ms{note}")
+        note = (f"  [{quoted(agent.mode)}]" if agent.mode else "") + (f"  {quoted(agent.error)}" if agent.error else "")
+        print(f"  {quoted(agent.agent_id):<16} {agent.role.value:<9} {agent.status.value:<9} {agent.latency_ms:8.1f} ms"
+              f"{note}")
     print(f"Trace id : {answer.trace_id}")
 
 
@@ -218,6 +222,7 @@ def cascade_json(cascade) -> dict | None:
 async def _ask(args) -> int:
     from engine import Engine, RiskTier
     from engine.pipeline import screen_question
+    from engine.untrusted import quoted
     fleet, settings = _load(args)
     screen_question(args.question, settings.limits.max_question_chars)   # fail before starting any agent
     engine = Engine(fleet, settings, db_path=args.db)
@@ -231,12 +236,13 @@ async def _ask(args) -> int:
     else:
         _print_answer(answer)
         if item is not None:
-            print(f"Escalated: review item #{item.id} ({item.why})")
+            print(f"Escalated: review item #{item.id} ({quoted(item.why)})")
     return EXIT_OK
 
 
 async def _fleet_up(args) -> int:
     from engine import AgentState, Engine
+    from engine.untrusted import quoted
     fleet, settings = _load(args)
 
     from engine.events import AgentChanged
@@ -244,8 +250,8 @@ async def _fleet_up(args) -> int:
     def show(event) -> None:
         if isinstance(event, AgentChanged):
             view = event.view
-            if view.state in (AgentState.UP, AgentState.DOWN):
-                print(f"{view.spec.id:<16} {view.state.value:<5} {view.url or view.detail}", flush=True)
+            if view.state in (AgentState.UP, AgentState.DOWN):    # detail: the tail of the agent's own log
+                print(f"{view.spec.id:<16} {view.state.value:<5} {quoted(view.url or view.detail)}", flush=True)
 
     engine = Engine(fleet, settings, db_path=args.db, per_run_keys=not args.unsigned)
     engine.subscribe(show)
@@ -308,13 +314,21 @@ async def _review_run(args, path: Path) -> int:
         await keeper.after_decision(DecidedAnswer.from_payload(item.payload), args.review_action == "approve")
     finally:
         await store.aclose()
-    note = f" — {item.note}" if item.note else ""
-    print(f"Review item #{item.id} {item.status.value} by {item.decided_by}: {item.reason}{note}")
+    print(f"Review item #{item.id} {decision_line(item)}")
     return EXIT_OK
+
+
+def decision_line(item) -> str:
+    """`by whom: reason — note`, each quoted: the note is free text and may hold a line break."""
+    from engine.untrusted import quoted
+    note = f" — {quoted(item.note)}" if item.note else ""
+    return f"{item.status.value} by {quoted(item.decided_by)}: {quoted(item.reason)}{note}"
 
 
 def _print_review_items(items, status: str, as_json: bool) -> None:
     import datetime
+
+    from engine.untrusted import quoted
     if as_json:
         print(json.dumps([review_item_json(i) for i in items], ensure_ascii=False, indent=2))
         return
@@ -323,13 +337,12 @@ def _print_review_items(items, status: str, as_json: bool) -> None:
         return
     for item in items:
         created = datetime.datetime.fromtimestamp(item.created_at).strftime("%Y-%m-%d %H:%M")
-        answer = item.answer_text or f"({item.verdict.value})"
-        print(f"#{item.id:<4} {item.status.value:<8} {item.tier.value:<6} {created}  {item.question}")
-        print(f"      answer: {answer[:110]}")
-        print(f"      why   : {item.why}")
+        answer = quoted(item.answer_text[:110]) if item.answer_text else f"({item.verdict.value})"
+        print(f"#{item.id:<4} {item.status.value:<8} {item.tier.value:<6} {created}  {quoted(item.question)}")
+        print(f"      answer: {answer}")
+        print(f"      why   : {quoted(item.why)}")
         if not item.pending:
-            note = f" — {item.note}" if item.note else ""
-            print(f"      {item.status.value} by {item.decided_by}: {item.reason}{note}")
+            print(f"      {decision_line(item)}")
 
 
 def _eval(args, from_command_line: bool) -> int:
@@ -347,7 +360,19 @@ def wants_console(argv: list[str]) -> bool:
     return not any(a in COMMANDS or a in ("-h", "--help") for a in argv)
 
 
+def guard_output() -> None:
+    """Whatever a command prints or logs, no escape sequence reaches the terminal raw (TerminalStream) and a log
+    line carries its message quoted: a line break in an agent's text cannot draw a line of its own."""
+    import logging
+
+    from engine.untrusted import QuotedFormatter, guard_terminal
+    guard_terminal()
+    if logging.lastResort is not None:      # the handler a command's warnings go to (no logging configured)
+        logging.lastResort.setFormatter(QuotedFormatter())
+
+
 def main(argv: list[str] | None = None) -> int:
+    guard_output()
     words = sys.argv[1:] if argv is None else argv
     args = build_parser(commands=not wants_console(words)).parse_args(argv)
     from engine import ConfigError, InputError, QuorumError

@@ -19,6 +19,7 @@ import qasync
 from PySide6.QtWidgets import QApplication
 
 from engine import Engine, EngineSettings, FleetConfig
+from engine.untrusted import quoted_log_handler
 
 from .main_window import MainWindow
 from .service import EngineService, Phase
@@ -38,7 +39,9 @@ def run_console(fleet: FleetConfig, settings: EngineSettings, db_path: Path | No
                 cache_dir: Path | None = None, script: Script | None = None, demo_rate: float | None = None) -> int:
     """demo_rate: start demo traffic at this many questions a second once the fleet is ready (None: off)."""
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        # Log lines quote their message: an agent's text cannot draw a line of its own or repaint the terminal.
+        logging.basicConfig(level=logging.INFO,
+                            handlers=[quoted_log_handler("%(asctime)s %(levelname)s %(name)s: %(message)s")])
         logging.getLogger("httpx").setLevel(logging.WARNING)     # one INFO line per agent call is noise here
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Quorum")

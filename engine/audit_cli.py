@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .cli_common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, add_db_option, reported
 from .errors import InputError
-from .gateway.scanners.invisible import printable
+from .untrusted import quoted_cut
 
 LIST_LIMIT = 100
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
@@ -137,16 +137,16 @@ def _when(at: float) -> str:
 
 
 def format_table(rows, filter_) -> str:
-    """Plain text, one event a line; every cell is printable characters only (agents' text is untrusted:
-    no escape sequence reaches the terminal)."""
+    """Plain text, one event a line; every text cell is quoted and cut (agents' text is untrusted: no escape
+    sequence reaches the terminal, and no line break in a payload draws a line of its own)."""
     if not rows:
         narrowed = any(v is not None for k, v in filter_.as_payload().items() if k != "limit")
         return "No audit events" + (" match" if narrowed else "")
     lines = [f"{'SEQ':>6}  {'TIME':<19}  {'ACTOR':<16}  {'TYPE':<22}  {'TRACE':<32}  PAYLOAD"]
     for row in rows:
-        lines.append(f"{row.seq:>6}  {_when(row.at):<19}  {printable(row.actor, 16):<16}  "
-                     f"{printable(row.type, 22):<22}  {printable(row.trace_id, 32) or '-':<32}  "
-                     f"{printable(row.payload_json, 100)}")
+        lines.append(f"{row.seq:>6}  {_when(row.at):<19}  {quoted_cut(row.actor, 16):<16}  "
+                     f"{quoted_cut(row.type, 22):<22}  {quoted_cut(row.trace_id, 32) or '-':<32}  "
+                     f"{quoted_cut(row.payload_json, 100)}")
     if filter_.limit is not None and len(rows) == filter_.limit:
         lines.append(f"(the newest {len(rows)}; --limit N shows more)")
     return "\n".join(lines)

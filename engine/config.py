@@ -22,10 +22,11 @@ from .gateway.settings import GatewaySettings
 from .telemetry.settings import TelemetrySettings, check_telemetry
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
-from .types import (LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile, RiskTier,
-                    Role, TrustLevel)
+from .types import (AGENT_ID, LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile,
+                    RiskTier, Role, TrustLevel)
 
 SUPPORTED_VERSION = 1
+MAX_MODEL_CHARS = 256     # a model name as served (llama3.2, org/model:tag) or an llm-local GGUF path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FLEET = PROJECT_ROOT / "config" / "fleet.toml"
 DEFAULT_SETTINGS = PROJECT_ROOT / "config" / "engine.toml"
@@ -152,6 +153,7 @@ def _check_keys(file: str, where: str, table: Any, allowed: set[str]) -> dict[st
         raise ConfigError(file, where, f"expected a table, found {type(table).__name__}")
     for key in table:
         if key not in allowed:
+            key = key if re.fullmatch(r"[\w.-]+", key, re.ASCII) else repr(key)    # a quoted TOML key holds anything
             raise ConfigError(file, f"{where}.{key}" if where else key,
                               f"unknown key (expected one of: {', '.join(sorted(allowed))})")
     return table
@@ -416,7 +418,7 @@ def _parse_agent(file: str, index: int, table: Any, allow_non_loopback: bool = F
     where = f"agents[{index}]"
     if not isinstance(table, dict) or "id" not in table:
         raise ConfigError(file, f"{where}.id", "missing")
-    agent_id = _typed(file, f"{where}.id", table["id"], str)
+    agent_id = _agent_id(file, f"{where}.id", table["id"])
     where = f"agents[{index}] ({agent_id})"
     for secret in ("key", "secret", "token"):
         if secret in table:       # the value is never repeated: it may be a real key
@@ -476,9 +478,32 @@ def _parse_agent(file: str, index: int, table: Any, allow_non_loopback: bool = F
         trust=trust,
         permissions=tuple(permissions), fault=fault,
         enabled=_typed(file, f"{where}.enabled", table.get("enabled", True), bool),
-        model=_typed(file, f"{where}.model", table.get("model", ""), str),
+        model=_model(file, f"{where}.model", table.get("model", "")),
         timeout_s=timeout_s, port=port, security=security, dialect=dialect,
     )
+
+
+def _agent_id(file: str, key: str, value: Any) -> str:
+    agent_id = _typed(file, key, value, str)
+    if not AGENT_ID.fullmatch(agent_id):
+        raise ConfigError(file, key, "expected 1 to 64 ASCII letters, digits, '.', '_' or '-', starting with a "
+                                     f"letter or digit, found {_shown(agent_id)}")
+    return agent_id
+
+
+def _model(file: str, key: str, value: Any) -> str:
+    model = _typed(file, key, value, str)
+    if len(model) > MAX_MODEL_CHARS:
+        raise ConfigError(file, key, f"at most {MAX_MODEL_CHARS} characters, found {len(model)}: {_shown(model)}")
+    if not all(ch == " " or ch.isprintable() for ch in model):
+        raise ConfigError(file, key, f"a model name holds no line breaks, control or invisible characters, "
+                                     f"found {_shown(model)}")
+    return model
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """A bad value in an error message: repr (nothing in it acts on a terminal), cut when long."""
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}…"
 
 
 def load_fleet(path: Path | None = None, corpus_dir: Path | None = None) -> FleetConfig:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .cli_common import EXIT_BAD_INPUT, EXIT_OK
 from .ingest.index import IndexPhase, IndexProgress
+from .untrusted import quoted
 
 
 def add_parser(sub) -> None:
@@ -41,10 +42,10 @@ class _Printer:
             return
         if not self._read:
             self._read = True
-            print(f"{progress.folder}: {progress.files} files read, {progress.passages} passages "
+            print(f"{quoted(str(progress.folder))}: {progress.files} files read, {progress.passages} passages "
                   f"({progress.code_passages} of code), {len(progress.skipped)} skipped, in {progress.elapsed_s:.1f} s")
-            for skipped in progress.skipped:
-                print(f"  skipped {skipped.path}: {skipped.reason}")
+            for skipped in progress.skipped:      # a file's name can hold anything, a line break too
+                print(f"  skipped {quoted(str(skipped.path))}: {quoted(skipped.reason)}")
             sys.stdout.flush()
             return
         _draw_bar("embedding", progress.done, progress.total, progress.elapsed_s)

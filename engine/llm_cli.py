@@ -14,6 +14,7 @@ from pathlib import Path
 from .cli_common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from .errors import AgentProtocolError
 from .types import Chunk
+from .untrusted import quoted
 
 CHECK_QUESTION = "How many moons does Mars have?"
 CHECK_CONTEXT = (
@@ -44,7 +45,7 @@ def run(args) -> int:
         print(f"error: {path}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     loaded_s = time.perf_counter() - started
-    print(f"llama-cpp-python {version}; model {path.name} ({path.stat().st_size / 2**20:.0f} MiB), "
+    print(f"llama-cpp-python {quoted(version)}; model {quoted(path.name)} ({path.stat().st_size / 2**20:.0f} MiB), "
           f"loaded in {loaded_s:.1f} s")
     started = time.perf_counter()
     try:
@@ -56,6 +57,6 @@ def run(args) -> int:
     print(f"asked: {CHECK_QUESTION!r} in {time.perf_counter() - started:.1f} s")
     print(f"answer: {generation.answer!r}")
     for claim in generation.claims:
-        print(f"  claim: {claim.text!r} cites {', '.join(claim.citations) or 'nothing'}")
+        print(f"  claim: {claim.text!r} cites {quoted(', '.join(claim.citations)) or 'nothing'}")
     print("ready: enable the llm-local agent in config/fleet.toml (enabled = true)")
     return EXIT_OK

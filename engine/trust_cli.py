@@ -16,6 +16,8 @@ import os
 import sys
 from pathlib import Path
 
+from .untrusted import quoted, quoted_cut
+
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
@@ -82,7 +84,7 @@ async def _run(args, fleet, settings) -> int:
     ids = [a.id for a in fleet.agents]
     if action:
         if not (args.reason or "").strip():
-            raise InputError(f"an empty reason: say why {args.id} is {action}d, it goes into the audit trail")
+            raise InputError(f"an empty reason: say why {args.id!r} is {action}d, it goes into the audit trail")
         if args.id not in ids:
             raise InputError(f"no agent {args.id!r} in {fleet.path} (agents: {', '.join(ids)})")
     store = Store(Path(args.db or default_db_path()))
@@ -99,7 +101,7 @@ async def _run(args, fleet, settings) -> int:
         await store.aclose()
     if action:
         record = records[args.id]
-        print(f"{args.id} is {record.state.value} (score {record.score:.2f}): {record.last_change_why}")
+        print(f"{args.id} is {record.state.value} (score {record.score:.2f}): {quoted(record.last_change_why)}")
         return EXIT_OK
     rows = [_row(spec, records.get(spec.id)) for spec in fleet.agents]
     if args.json:
@@ -122,7 +124,8 @@ def _print(rows: list[dict]) -> None:
         when = datetime.datetime.fromtimestamp(r["last_change_at"]).strftime("%Y-%m-%d %H:%M") \
             if r["last_change_at"] else "-"
         state = r["state"] if r["enabled"] else f"{r['state']} (disabled)"
-        print(f"{r['id']:<16} {r['role']:<9} {r['score']:>5.2f}  {state:<22} {when}  {r['last_change'][:70]}")
+        print(f"{r['id']:<16} {r['role']:<9} {r['score']:>5.2f}  {state:<22} {when}  "
+              f"{quoted_cut(r['last_change'], 70)}")
 
 
 # --- the agent protocol: schema and conformance --------------------------------------------------
@@ -201,19 +204,14 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         failing = report.failures
         who = f" ({report.agent_id})" if report.agent_id else ""
-        print(f"{len(report.results) - len(failing)} of {len(report.results)} cases pass{_terminal_safe(who)}"
+        print(f"{len(report.results) - len(failing)} of {len(report.results)} cases pass{quoted(who)}"
               + (f"; failing: {', '.join(r.name for r in failing)}" if failing else ""))
     return EXIT_OK if report.passed else EXIT_FAILED_CASES
-
-
-def _terminal_safe(text: str) -> str:
-    """An agent's words on a terminal: no escape sequences, no control characters."""
-    return "".join(c if c.isprintable() else "\ufffd" for c in text)
 
 
 def _print_case(result) -> None:
     latency = f"{result.latency_ms:>7.0f} ms" if result.latency_ms is not None else " " * 10
     mark = "pass" if result.passed else "FAIL"
-    print(f"  {mark}  {result.name:<34} {latency}  {_terminal_safe(result.detail)}")
+    print(f"  {mark}  {result.name:<34} {latency}  {quoted(result.detail)}")
     if not result.passed:
         print(f"        {'':<34} {'':>10}  expected: {result.what}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -24,6 +25,10 @@ class AgentKind(str, enum.Enum):
 
 
 LLM_BACKEND = "llm-local"     # the built-in backend that runs a local GGUF model (engine.agents.llm_local)
+# An agent id (fleet file, permission matrix) names log files (<id>.log), audit actors and table cells: ASCII
+# letters, digits, ".", "_" and "-", starting with a letter or digit (no "..", no "-flag"), at most 64 characters.
+# Match it with fullmatch: "$" would let a trailing line break through.
+AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class ChatDialect(str, enum.Enum):

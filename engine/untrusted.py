@@ -9,6 +9,7 @@ one of these functions; the console's widgets build on them (console/untrusted.p
   is named instead, e.g. ⟨U+202E RIGHT-TO-LEFT OVERRIDE⟩.
 - one_line(text, limit): the same for a cell or a one-line label; a line break shows as ↵.
 - quoted(text): for a terminal or a log line: like a Python string literal's body (\\n, \\x1b, \\u202e).
+- quoted_cut(text, limit): quoted(), cut for a table column.
 - csv_cell(text): a cell a spreadsheet would run as a formula (= + - @ tab CR first) is opened with '.
 """
 from __future__ import annotations
@@ -86,6 +87,20 @@ def _escape(code: int) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
+def quoted_cut(text: str, limit: int) -> str:
+    """quoted() for a table column: at most `limit` characters, "…" where it was cut, never inside an escape."""
+    shown = quoted(text)
+    if len(shown) <= limit:
+        return shown
+    out, used = [], 0
+    for piece in map(quoted, text):
+        if used + len(piece) > limit - 1:
+            break
+        out.append(piece)
+        used += len(piece)
+    return "".join(out) + "…"
+
+
 def csv_cell(text: str) -> str:
     """A text cell a spreadsheet would run as a formula, opened with an apostrophe so it reads as text."""
     return "'" + text if text.startswith(FORMULA_START) else text
@@ -135,6 +150,14 @@ class QuotedFormatter(logging.Formatter):
 
     def formatException(self, ei) -> str:
         return terminal_safe(super().formatException(ei))
+
+
+def quoted_log_handler(fmt: str = logging.BASIC_FORMAT, stream: TextIO | None = None) -> logging.Handler:
+    """A stderr (or `stream`) handler whose lines are QuotedFormatter(fmt)'s: hand it to logging.basicConfig
+    (handlers=[...]) so every log line of the process is one line, whatever text its message carries."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(QuotedFormatter(fmt))
+    return handler
 
 
 def guard_terminal() -> None:

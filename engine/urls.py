@@ -9,7 +9,12 @@ from .errors import ConfigError
 
 
 def check_url(file: str, key: str, url: str) -> ParseResult:
-    """An http(s) URL with a host and a valid port, parsed; else a ConfigError naming the file and the key."""
+    """An http(s) URL with a host and a valid port, parsed; else a ConfigError naming the file and the key.
+    No whitespace or control character anywhere: urlparse drops a tab or line break without a word, and the URL
+    is shown to operators and written in logs."""
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        raise ConfigError(file, key, f"a URL holds no spaces, line breaks, control or invisible characters, "
+                                     f"found {url!r}")
     try:
         parsed = urlparse(url)
     except ValueError as exc:     # "http://[::1": an unclosed IPv6 bracket

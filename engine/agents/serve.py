@@ -66,7 +66,8 @@ def bind_socket(host: str, port: int, allow_non_loopback: bool) -> socket.socket
 
 async def _serve(app, sock: socket.socket, tls_cert: str = "", tls_key: str = "") -> None:
     import uvicorn
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+    # log_config None: uvicorn's own loggers go to the root handler (quoted lines), not to a formatter of its own.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", log_config=None,
                             timeout_graceful_shutdown=2,
                             **({"ssl_certfile": tls_cert, "ssl_keyfile": tls_key} if tls_cert else {}))
     server = uvicorn.Server(config)
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..corpus import load_corpus
     from ..errors import QuorumError
     from ..types import LLM_BACKEND, Role
+    from ..untrusted import quoted_log_handler
     from ..verify.verifier import build_verifier
     from .extractive import ExtractiveGenerator
     from .retrievers import build_retriever
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", required=True, type=Path)
     args = parser.parse_args(argv)
     _die_with_parent()
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # Quoted log lines: a question or a passage with a line break in it cannot forge a line of the agent's log.
+    logging.basicConfig(level=logging.WARNING, handlers=[quoted_log_handler(stream=sys.stderr)])
     try:
         key = take_key()
     except ValueError as exc:    # says what is wrong with it, never what it is

@@ -27,7 +27,7 @@ async def serve_all(apps: dict[str, object]) -> None:
         ports[agent_id] = sock.getsockname()[1]
         sockets.append(sock)
         servers.append(uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                                     timeout_graceful_shutdown=1)))
+                                                     log_config=None, timeout_graceful_shutdown=1)))
     tasks = [asyncio.create_task(s.serve(sockets=[sock])) for s, sock in zip(servers, sockets)]
     while not all(s.started for s in servers):
         for task in tasks:
@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..config import load_fleet
     from ..corpus import load_corpus
     from ..types import Role
+    from ..untrusted import quoted_log_handler
 
     parser = argparse.ArgumentParser(prog="engine.bench.soak_agents")
     parser.add_argument("--fleet", required=True, type=Path)
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", required=True, type=Path)
     args = parser.parse_args(argv)
     _die_with_parent()
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, handlers=[quoted_log_handler(stream=sys.stderr)])
     fleet = load_fleet(args.fleet, corpus_dir=args.corpus)
     corpus = load_corpus(fleet.corpus_dir)
     backends: dict[str, object] = {}

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from ..config import PROJECT_ROOT, _check_keys, _read_toml
 from ..errors import ConfigError
-from ..types import Role, TrustLevel
+from ..types import AGENT_ID, Role, TrustLevel
 from .envelope import INSTRUCTING
 from .permissions import (LISTABLE_TOOLS, MEMORY_TOOLS, MESSAGE, ROLE_PREFIX, AgentPermissions, EmailPolicy,
                           ExternalInputPolicy, MemoryAccess, MemoryPolicy, MessagePolicy, PermissionMatrix,
@@ -31,7 +31,6 @@ DEFAULT_PERMISSIONS = PROJECT_ROOT / "config" / "permissions.toml"
 _TOP_KEYS = {"memory", "external_input", "agents", "tools"}
 _AGENT_KEYS = {"allowed_tools", "memory_access", "can_send_to", "approval_mode"}
 _TOOL_TABLES = {"send_email", "sql_query", "message", "memory"}
-_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _DOMAIN = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -115,9 +114,10 @@ def _external_input(file: str, table: Any) -> ExternalInputPolicy:
 
 
 def _agent(file: str, agent_id: str, table: Any, known: tuple[str, ...] | None) -> AgentPermissions:
+    if not AGENT_ID.fullmatch(agent_id):      # the id is a key here: named by repr, it cannot break the line
+        raise ConfigError(file, f"agents.{agent_id!r}", "an agent id is 1 to 64 letters, digits, '-', '_' and '.', "
+                                                         "starting with a letter or digit")
     where = f"agents.{agent_id}"
-    if not _AGENT_ID.match(agent_id):
-        raise ConfigError(file, where, "an agent id is letters, digits, '-', '_' and '.'")
     if known is not None and agent_id not in known:
         raise ConfigError(file, where, f"no agent {agent_id!r} in the fleet (agents: {', '.join(known)})")
     table = _check_keys(file, where, table, _AGENT_KEYS)
@@ -154,7 +154,7 @@ def _agent(file: str, agent_id: str, table: Any, known: tuple[str, ...] | None) 
             raise ConfigError(file, key, "an agent does not send to itself")
         elif known is not None and target not in known:
             raise ConfigError(file, key, f"no agent {target!r} in the fleet (agents: {', '.join(known)})")
-        elif not _AGENT_ID.match(target):
+        elif not AGENT_ID.fullmatch(target):
             raise ConfigError(file, key, f"expected an agent id or a role group such as \"role:verifier\", "
                                          f"found {target!r}")
     approval = _bool(file, f"{where}.approval_mode", table.get("approval_mode", True))

@@ -110,8 +110,10 @@ async def _run(args) -> int:
         from ..types import to_jsonable
         print(json.dumps(to_jsonable(result), ensure_ascii=False, indent=2))
     else:
-        done = f" — {result.result}" if result.result else ""
-        print(f"Tool call #{result.call_id} ({result.tool} by {result.agent_id}) {result.why}{done}")
+        from ..untrusted import quoted
+        done = f" — {quoted(result.result)}" if result.result else ""
+        print(f"Tool call #{result.call_id} ({quoted(result.tool)} by {quoted(result.agent_id)}) {quoted(result.why)}"
+              f"{done}")
     return EXIT_OK
 
 
@@ -139,6 +141,8 @@ def _call_json(call) -> dict[str, Any]:
 
 
 def _print_calls(calls, as_json: bool) -> None:
+    """The tool, its parameters (names and values both come from the agent) and why, each quoted and cut."""
+    from ..untrusted import quoted, quoted_cut
     if as_json:
         print(json.dumps([_call_json(c) for c in calls], ensure_ascii=False, indent=2))
         return
@@ -147,11 +151,10 @@ def _print_calls(calls, as_json: bool) -> None:
         return
     for call in calls:
         at = datetime.datetime.fromtimestamp(call.at).strftime("%Y-%m-%d %H:%M")
-        print(f"#{call.id:<4} {call.tool:<12} {call.agent_id:<16} {at}  trace {call.trace_id}")
+        print(f"#{call.id:<4} {quoted(call.tool):<12} {quoted(call.agent_id):<16} {at}  trace {quoted(call.trace_id)}")
         for key, value in call.params.items():
-            text = " ".join(str(value).split())
-            print(f"      {key:<8}: {text[:110]}{'…' if len(text) > 110 else ''}")
-        print(f"      why     : {call.why}")
+            print(f"      {quoted_cut(str(key), 40):<8}: {quoted_cut(str(value), 111)}")
+        print(f"      why     : {quoted(call.why)}")
 
 
 def _print_matrix(matrix, fleet, counts: dict, as_json: bool) -> None:

@@ -1,6 +1,6 @@
 """`main.py trace TRACE_ID`: the whole chain of one question or message — messages with their trust
 levels, scans, tool calls, memory reads and writes, model outputs, decisions — indented under their
-parents. Everything printed is plain text: what an agent said is quoted, never interpreted."""
+parents. Everything printed is plain text: what an agent said is quoted (engine.untrusted), never interpreted."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..gateway.scanners.invisible import printable
+from ..untrusted import quoted, quoted_cut
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -27,9 +27,10 @@ def _when(at: float) -> str:
 
 
 def format_line(line) -> str:
-    who = f"{line.source} → {line.target}" if line.target else line.source
-    trust = f" [{line.trust}]" if line.trust else ""
-    return f"{_when(line.at):>12}  {'  ' * line.depth}{line.kind:<12} {who}{trust}  {printable(line.summary, 160)}"
+    who = f"{quoted(line.source)} → {quoted(line.target)}" if line.target else quoted(line.source)
+    trust = f" [{quoted(line.trust)}]" if line.trust else ""
+    return (f"{_when(line.at):>12}  {'  ' * line.depth}{quoted(line.kind):<12} {who}{trust}  "
+            f"{quoted_cut(line.summary, 160)}")
 
 
 def run(args) -> int:
@@ -53,7 +54,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps([line.__dict__ for line in lines], ensure_ascii=False, indent=1, default=str))
         return EXIT_OK
-    print(f"trace {args.trace_id}: {len(lines)} lines")
+    print(f"trace {quoted(args.trace_id)}: {len(lines)} lines")
     for line in lines:
         print(format_line(line))
     return EXIT_OK

@@ -11,7 +11,8 @@
     memory rescan [--namespace NS]                active entries the current screen no longer lets through
 
 Each takes --db PATH and --json; changes take --operator (default $USER). Exit codes: 0 ok, 1 failure,
-2 bad input (an unknown entry or snapshot id, an empty reason, a missing database for a change).
+2 bad input (an unknown entry or snapshot id, an empty reason, a missing database for a change). What agents
+wrote (keys, contents) and what operators typed (reasons, labels) is printed quoted (engine.untrusted).
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from typing import Any
 
 from ..cli_common import EXIT_OK, action_adder, add_db_option, reported
 from ..errors import InputError
-from ..text import shorten
 from ..types import to_jsonable
+from ..untrusted import quoted, quoted_cut
 
 EMPTY_WITHOUT_DB = ("list", "history", "snapshots", "rescan")   # no database yet: an empty answer
 RESCAN_SCANNERS = ("invisible", "patterns")   # the cheap scanners: no model to load for a CLI check
@@ -157,9 +158,13 @@ def _when(at: float | None) -> str:
 
 
 def _entry_line(e, why: bool = False) -> str:
-    line = (f"#{e.id:<5} {e.namespace}/{e.key} v{e.version:<3} {e.status.value:<11} {_when(e.written_at)}  "
-            f"score {e.screen_score:.2f}  {shorten(e.content, 80)}")
-    return f"{line}\n       {e.status_why}" if why and e.status_why else line
+    line = (f"#{e.id:<5} {_name(e)} v{e.version:<3} {e.status.value:<11} {_when(e.written_at)}  "
+            f"score {e.screen_score:.2f}  {quoted_cut(e.content, 80)}")
+    return f"{line}\n       {quoted(e.status_why)}" if why and e.status_why else line
+
+
+def _name(e) -> str:
+    return f"{quoted(e.namespace)}/{quoted(e.key)}"
 
 
 def _show(action: str, result: Any, as_json: bool, args: argparse.Namespace) -> None:
@@ -175,29 +180,30 @@ def _show(action: str, result: Any, as_json: bool, args: argparse.Namespace) -> 
 def _text(action: str, result: Any, args: argparse.Namespace) -> str:
     if action in ("list", "history"):
         if not result:
-            return "No memory entries" + (f" for {args.namespace}" if getattr(args, "namespace", None) else "")
+            return "No memory entries" + (f" for {quoted(args.namespace)}" if getattr(args, "namespace", None) else "")
         return "\n".join(_entry_line(e, why=action == "history" or args.all) for e in result)
     if action in ("snapshot", "snapshots"):
         if not result:
             return "No snapshots" if action == "snapshots" else "No namespace has entries; nothing to snapshot"
-        return "\n".join(f"snapshot #{s.id:<4} {s.namespace:<16} {s.label:<12} {_when(s.at)}  "
-                         f"up to entry #{s.last_entry_id}  by {s.created_by}" for s in result)
+        return "\n".join(f"snapshot #{s.id:<4} {quoted(s.namespace):<16} {quoted(s.label):<12} {_when(s.at)}  "
+                         f"up to entry #{s.last_entry_id}  by {quoted(s.created_by)}" for s in result)
     if action == "rollback":
-        point = f"snapshot #{result.snapshot_id}" if result.snapshot_id else f"before trace {result.before_trace}"
+        point = (f"snapshot #{result.snapshot_id}" if result.snapshot_id
+                 else f"before trace {quoted(result.before_trace)}")
         undone = ", ".join(f"#{i}" for i in result.rolled_back) or "nothing (no later entries)"
         restored = ", ".join(f"#{i}" for i in result.restored) or "none"
-        return (f"Rolled {result.namespace} back to {point} (entries up to #{result.after_entry_id} kept)\n"
+        return (f"Rolled {quoted(result.namespace)} back to {point} (entries up to #{result.after_entry_id} kept)\n"
                 f"  rolled back  : {undone}\n  active again : {restored}")
     if action in ("quarantine", "release"):
         e, active = result.entry, result.active
         now = f"#{active.id} (v{active.version}) is the active version" if active else "the key has no active version"
-        return f"Entry #{e.id} {e.namespace}/{e.key} v{e.version} is {e.status.value}: {e.status_why}\n  {now}"
+        return f"Entry #{e.id} {_name(e)} v{e.version} is {e.status.value}: {quoted(e.status_why)}\n  {now}"
     if action == "spread":
         e = result.entry
-        lines = [f"Entry #{e.id} {e.namespace}/{e.key} v{e.version} ({e.status.value}), written by {e.author} "
-                 f"in trace {e.trace_id} at {_when(e.written_at)}",
+        lines = [f"Entry #{e.id} {_name(e)} v{e.version} ({e.status.value}), written by {quoted(e.author)} "
+                 f"in trace {quoted(e.trace_id)} at {_when(e.written_at)}",
                  f"Read {len(result.reads)} time(s) by {len(result.readers)} reader(s) in {len(result.traces)} trace(s)"]
-        lines += [f"  {_when(r.at)}  {r.reader:<16} trace {r.trace_id}" for r in result.reads]
+        lines += [f"  {_when(r.at)}  {quoted(r.reader):<16} trace {quoted(r.trace_id)}" for r in result.reads]
         if result.derived:
             lines.append("Written by those readers later in the same traces:")
             lines += [f"  {_entry_line(d)}" for d in result.derived]
@@ -209,6 +215,6 @@ def _text(action: str, result: Any, args: argparse.Namespace) -> str:
                                              "entries no longer pass") + " the screen:"]
         for hit in result:
             lines.append(f"{_entry_line(hit.entry)}\n       {hit.action.value} (score {hit.score:.2f})")
-            lines += [f"       {line}" for line in hit.evidence]
+            lines += [f"       {quoted(line)}" for line in hit.evidence]
         return "\n".join(lines)
     return str(result)

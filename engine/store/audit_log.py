@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Literal, Mapping
 
 from ..errors import AuditChainBroken, InputError, StoreError
+from ..untrusted import csv_cell
 from .db import Store, _wrap
 from .audit import verify_chain
 
@@ -31,8 +32,6 @@ FORMATS = ("csv", "jsonl")
 ExportFormat = Literal["csv", "jsonl"]
 COLUMNS = ("seq", "at", "at_iso", "trace_id", "actor", "type", "payload", "prev_hash", "hash")
 _SELECT = "SELECT seq, trace_id, actor, type, payload, at, hash, prev_hash FROM audit"
-# A spreadsheet runs a cell starting with one of these as a formula (OWASP "CSV injection").
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Errors that say the disk failed us, not that the operator named a bad place.
 _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG})
 
@@ -286,11 +285,6 @@ def _row(r: tuple) -> AuditRow:
 
 
 # --- file formats ------------------------------------------------------------------------------
-def defuse(cell: str) -> str:
-    """A cell a spreadsheet would run as a formula, quoted so it reads as text."""
-    return "'" + cell if cell.startswith(_FORMULA_START) else cell
-
-
 def _iso(at: float) -> str:
     if not math.isfinite(at):
         return ""
@@ -302,8 +296,9 @@ def _write_csv(out: IO[str], rows: Iterable[AuditRow]) -> int:
     writer.writerow(COLUMNS)
     count = 0
     for row in rows:
-        # seq and at are numbers we format ourselves (repr keeps `at` exact, so the hash can be rechecked).
-        writer.writerow([row.seq, repr(row.at), _iso(row.at)] + [defuse(text) for text in (
+        # seq and at are numbers we format ourselves (repr keeps `at` exact, so the hash can be rechecked); every
+        # text cell a spreadsheet would run as a formula (OWASP "CSV injection") is opened with ' (csv_cell).
+        writer.writerow([row.seq, repr(row.at), _iso(row.at)] + [csv_cell(text) for text in (
             row.trace_id, row.actor, row.type, row.payload_json, row.prev_hash, row.hash)])
         count += 1
     return count

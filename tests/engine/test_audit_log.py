@@ -11,8 +11,9 @@ import pytest
 from engine import InputError, StoreError
 from engine.store import audit_log as audit_log_module
 from engine.store.audit import canonical, event_hash
-from engine.store.audit_log import AuditFilter, AuditLog, ChainStatus, defuse
+from engine.store.audit_log import AuditFilter, AuditLog, ChainStatus
 from engine.store.db import Store
+from engine.untrusted import csv_cell
 
 HOSTILE_ACTOR = "=cmd|' /C calc'!A0"
 
@@ -253,11 +254,11 @@ def test_csv_defuses_formulas_and_round_trips(db_path, tmp_path):
                                        plain["payload"], float(plain["at"]))
 
 
-def test_defuse_only_touches_dangerous_starts():
-    assert defuse("=1+1") == "'=1+1"
-    assert defuse("a=1") == "a=1"
-    assert defuse("") == ""
-    assert defuse("{\"a\":1}") == "{\"a\":1}"
+def test_csv_cell_only_touches_dangerous_starts():
+    assert csv_cell("=1+1") == "'=1+1"
+    assert csv_cell("a=1") == "a=1"
+    assert csv_cell("") == ""
+    assert csv_cell("{\"a\":1}") == "{\"a\":1}"
 
 
 def test_jsonl_round_trips_every_field(db_path, tmp_path):
