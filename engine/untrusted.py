@@ -8,9 +8,10 @@ one of these functions; the console's widgets build on them (console/untrusted.p
   or that would act on the text around it (ESC, bidi overrides, zero-width and tag characters, C1 controls)
   is named instead, e.g. ⟨U+202E RIGHT-TO-LEFT OVERRIDE⟩.
 - one_line(text, limit): the same for a cell or a one-line label; a line break shows as ↵.
-- quoted(text): for a terminal or a log line: like a Python string literal's body (\\n, \\x1b, \\u202e).
+- quoted(text): for a terminal or a log line: like a Python string literal's body (\\n, \\x1b, \\u202e, \\\\).
 - quoted_cut(text, limit): quoted(), cut for a table column.
 - csv_cell(text): a cell a spreadsheet would run as a formula (= + - @ tab CR first) is opened with '.
+- csv_text(text): a CSV text cell: acting characters escaped (terminal_safe), then csv_cell.
 """
 from __future__ import annotations
 
@@ -63,7 +64,9 @@ def quoted(text: str) -> str:
     a Python literal writes it, so no escape sequence runs and no line can be forged."""
     out = []
     for ch in text:
-        if _shows_as_itself(ch):
+        if ch == "\\":                 # doubled, so a written "\\n" never reads like an escaped line break
+            out.append("\\\\")
+        elif _shows_as_itself(ch):
             out.append(ch)
         elif ch == "\n":
             out.append("\\n")
@@ -104,6 +107,13 @@ def quoted_cut(text: str, limit: int) -> str:
 def csv_cell(text: str) -> str:
     """A text cell a spreadsheet would run as a formula, opened with an apostrophe so it reads as text."""
     return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def csv_text(text: str) -> str:
+    """A CSV text cell: characters that act escaped as terminal_safe() writes them, then a formula defused. Inside
+    a JSON cell the escapes sit in JSON strings, where they mean the same characters: the JSON read back holds
+    the same value."""
+    return csv_cell(terminal_safe(text))
 
 
 def terminal_safe(text: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Literal, Mapping
 
 from ..errors import AuditChainBroken, InputError, StoreError
-from ..untrusted import csv_cell
+from ..untrusted import csv_text
 from .db import Store, _wrap
 from .audit import verify_chain
 
@@ -296,9 +296,11 @@ def _write_csv(out: IO[str], rows: Iterable[AuditRow]) -> int:
     writer.writerow(COLUMNS)
     count = 0
     for row in rows:
-        # seq and at are numbers we format ourselves (repr keeps `at` exact, so the hash can be rechecked); every
-        # text cell a spreadsheet would run as a formula (OWASP "CSV injection") is opened with ' (csv_cell).
-        writer.writerow([row.seq, repr(row.at), _iso(row.at)] + [csv_cell(text) for text in (
+        # seq and at are numbers we format ourselves (repr keeps `at` exact, so the hash can be rechecked). Text
+        # cells (csv_text): a bidi override or an escape is written as \u202e / \x1b, never raw, and a cell a
+        # spreadsheet would run as a formula (OWASP "CSV injection") is opened with '. In the payload the escapes
+        # sit inside JSON strings: the JSON read back is the same, and written canonically it is the hashed text.
+        writer.writerow([row.seq, repr(row.at), _iso(row.at)] + [csv_text(text) for text in (
             row.trace_id, row.actor, row.type, row.payload_json, row.prev_hash, row.hash)])
         count += 1
     return count

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import main
+from engine.store.audit import canonical
 from engine.store.traces import TraceLine
 from engine.untrusted import FORMULA_START, quoted
 
@@ -252,16 +253,19 @@ def _blocked_excerpts(db: Path, trace_id: str) -> list[str]:
 
 
 # --- exports ------------------------------------------------------------------------------------------------------
-def test_the_csv_export_opens_every_formula_cell_and_keeps_the_chain_rechecksble(hostile):
+def test_the_csv_export_escapes_acting_characters_opens_formula_cells_and_keeps_the_chain_recheckable(hostile):
     with (hostile.tmp / "audit.csv").open(newline="", encoding="utf-8") as f:
         header, *rows = list(csv.reader(f))
     assert rows and [cell for row in rows for cell in row if cell.startswith(FORMULA_START)] == []
     approved = [dict(zip(header, row)) for row in rows if row[header.index("type")] == "review.approved"]
     assert [row["actor"] for row in approved] == ["'" + FORMULA]
+    assert [cell for row in rows for cell in row if any(ch in cell for ch in ACTING)] == []    # escaped, not raw
     conn = sqlite3.connect(hostile.db)
     stored = dict(conn.execute("SELECT seq, payload FROM audit"))
     conn.close()
-    assert all(row[header.index("payload")] == stored[int(row[0])] for row in rows)   # rehashes from the file
+    # The payload read back and written canonically is the hashed text: the chain can be rechecked from the file.
+    assert all(canonical(json.loads(row[header.index("payload")])) == stored[int(row[0])] for row in rows)
+    assert any("\\u202e" in row[header.index("payload")] for row in rows)
 
 
 def test_the_jsonl_export_is_ascii_json_with_the_hostile_strings_exactly(hostile):

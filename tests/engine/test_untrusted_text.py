@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import main
-from engine.untrusted import (FORMULA_START, LINE_BREAK_MARK, QuotedFormatter, TerminalStream, csv_cell,
+from engine.untrusted import (FORMULA_START, LINE_BREAK_MARK, QuotedFormatter, TerminalStream, csv_cell, csv_text,
                               guard_terminal, one_line, quoted, quoted_cut, quoted_log_handler, terminal_safe,
                               visible)
 
@@ -164,3 +164,15 @@ def test_main_quotes_the_warnings_of_a_command_without_logging_configured(monkey
     logging.lastResort.handle(record("agent %s: unreadable reply %s", "gen-x", FORGED_LINE + C1_CSI))
     assert err.getvalue() == ("agent gen-x: unreadable reply \\n2026-12-02 10:00:00 INFO engine: QZFORGED "
                               "quarantine released by admin\\u009b\n")
+
+
+def test_a_written_backslash_never_reads_like_an_escape():
+    assert quoted("C:\\temp\\new") == "C:\\\\temp\\\\new"
+    assert quoted("agent wrote \\n2026-12-02 INFO") == "agent wrote \\\\n2026-12-02 INFO"
+
+
+def test_a_csv_text_cell_escapes_acting_characters_and_keeps_a_json_value():
+    payload = json.dumps({"answer": f"{BIDI}exe.txt {ANSI}red", "by": "=1+1"}, ensure_ascii=False)
+    cell = csv_text(payload)
+    assert not any(ch in cell for ch in ACTING) and json.loads(cell) == json.loads(payload)
+    assert csv_text(f"=cmd {BIDI}") == "'=cmd \\u202e"
