@@ -9,13 +9,15 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QWidget
 
 from . import style
-from .untrusted import PlainLabel  # errors and notifications quote agents: never markup
+from .untrusted import PlainLabel
 
 SHOW_MS_PER_CHAR = 60
 MIN_SHOW_MS, MAX_SHOW_MS = 5000, 15000
 
 
 class Toast(PlainLabel):
+    """Plain text: errors and notifications quote agents, never markup."""
+
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent=parent)
         self.setWordWrap(True)

@@ -21,7 +21,7 @@ import time
 from typing import Callable, Iterable, Sequence
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, 
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView,
                                QPushButton, QVBoxLayout, QWidget)
 
 from engine.alerts import KINDS, AlertRow, Severity, Silence

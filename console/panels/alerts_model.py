@@ -133,14 +133,14 @@ def alert_columns(severity_icon) -> tuple[Column[AlertRow], ...]:
         Column("Kind", lambda a: label_of(a.kind), foreground=_tone_unless_quiet(None), bold=_loud,
                tooltip=lambda a: kind_meaning(a.kind)),
         Column("Agent", agent_text, foreground=_tone_unless_quiet(None), bold=_loud,
-               tooltip=lambda a: (a.agent_id)),
+               tooltip=lambda a: a.agent_id),
         Column("Message", lambda a: plain(a.message, CELL_CHARS), foreground=_tone_unless_quiet(None),
-               tooltip=lambda a: (a.message)),
+               tooltip=lambda a: a.message),
         Column("Trace", lambda a: short_trace(a.trace_id), foreground=_tone_unless_quiet(None),
-               tooltip=lambda a: (a.trace_id),
+               tooltip=lambda a: a.trace_id,
                header_tooltip="The question that raised the alert (Open trace shows it whole)"),
         Column("Status", status_text, foreground=_status_colour, bold=_loud,
-               tooltip=lambda a: (status_text(a))),
+               tooltip=lambda a: status_text(a)),
     )
 
 
@@ -356,12 +356,12 @@ SILENCE_COLUMNS: tuple[Column[Silence], ...] = (
     Column("#", lambda s: str(s.id), align=RIGHT),
     Column("Mutes", silence_target, bold=lambda s: True,
            tooltip=lambda s: (f"{silence_target(s)}: matching alerts are still recorded and "
-                                                   "listed, they only do not notify")),
-    Column("By", lambda s: plain(s.created_by, NAME_CHARS), tooltip=lambda s: (s.created_by)),
+                              "listed, they only do not notify")),
+    Column("By", lambda s: plain(s.created_by, NAME_CHARS), tooltip=lambda s: s.created_by),
     Column("Until", until_text, align=RIGHT,
            tooltip=lambda s: f"from {full_time(s.created_at)} to {full_time(s.ends_at)} "
                              f"({format_duration(s.ends_at - s.created_at)})"),
-    Column("Why", lambda s: plain(s.comment, CELL_CHARS), tooltip=lambda s: (s.comment)),
+    Column("Why", lambda s: plain(s.comment, CELL_CHARS), tooltip=lambda s: s.comment),
 )
 SILENCE_WHY_COLUMN = 4
 

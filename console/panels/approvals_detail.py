@@ -10,7 +10,6 @@ Colours are the style's tones, read when the page is built (the panel rebuilds i
 """
 from __future__ import annotations
 
-
 from engine import RiskTier, Verdict
 from engine.review import AgentSummary, CascadeSummary, ClaimSummary, ReviewItem, StageScoreSummary
 from engine.stages.model import StageKind

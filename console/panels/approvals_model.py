@@ -72,14 +72,13 @@ def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
     return (
         Column("#", lambda i: str(i.id), align=RIGHT, bold=lambda i: i.pending),
         Column("Status", lambda i: i.status.value, foreground=lambda i: style.tone(STATUS_TONES[i.status]),
-               bold=lambda i: True, tooltip=lambda i: (decision_text(i))),
+               bold=lambda i: True, tooltip=lambda i: decision_text(i)),
         Column("Tier", lambda i: i.tier.value,
                foreground=lambda i: style.tones().bad if i.tier is RiskTier.HIGH else None),
-        Column("Question", lambda i: i.question, tooltip=lambda i: (i.question)),
+        Column("Question", lambda i: i.question, tooltip=lambda i: i.question),
         Column("Answer / verdict", answer_cell,
-               tooltip=lambda i: (
-                   f"{answer_cell(i)}\n{style.VERDICT_LABELS[i.verdict]}: {i.answer_reason}".strip())),
-        Column("Why", lambda i: i.why, tooltip=lambda i: (i.why)),
+               tooltip=lambda i: f"{answer_cell(i)}\n{style.VERDICT_LABELS[i.verdict]}: {i.answer_reason}".strip()),
+        Column("Why", lambda i: i.why, tooltip=lambda i: i.why),
         Column("Age", lambda i: age_text(clock() - i.created_at), align=RIGHT, tooltip=queued_tooltip,
                header_tooltip="Time since the item was queued"),
     )

@@ -28,7 +28,7 @@ from typing import Callable, Iterable
 from PySide6.QtCore import QDateTime, QEvent, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (QComboBox, QDateTimeEdit, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QPlainTextEdit, QPushButton, QVBoxLayout, QWidget)
+                               QPushButton, QVBoxLayout, QWidget)
 
 from engine import InputError
 from engine.store.audit_log import AuditFilter, AuditRow, ChainStatus
@@ -123,7 +123,6 @@ class AuditPanel(ShownMixin, QWidget):
         self.only_trace_button.setToolTip("Filter the table to the selected event's trace")
         self.details = PlainPane()         # the selected event in full: plain text only
         self.details.setFont(style.scaled_font(style.monospace_font(), 0.92))   # a 64-hex hash fits a line
-        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.export_result = PlainLabel()
 
         filters = QHBoxLayout()

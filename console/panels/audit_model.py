@@ -115,14 +115,14 @@ def kind_choices(kinds: Iterable[str]) -> list[tuple[str, str]]:
 AUDIT_COLUMNS: tuple[Column[AuditRow], ...] = (
     Column("Seq", lambda r: str(r.seq), align=RIGHT, header_tooltip="Position in the hash chain"),
     Column("Time", lambda r: when_text(r.at), align=RIGHT),
-    Column("Actor", lambda r: cell(r.actor, 24), tooltip=lambda r: (r.actor),
+    Column("Actor", lambda r: cell(r.actor, 24), tooltip=lambda r: r.actor,
            header_tooltip="Who wrote the event: an agent, an operator, the engine, the gateway, …"),
     Column("Type", lambda r: cell(r.type, 32), foreground=lambda r: type_tone(r.type),
-           tooltip=lambda r: (r.type)),
-    Column("Trace", lambda r: short_trace(r.trace_id), tooltip=lambda r: (r.trace_id),
+           tooltip=lambda r: r.type),
+    Column("Trace", lambda r: short_trace(r.trace_id), tooltip=lambda r: r.trace_id,
            header_tooltip="The question or message the event belongs to (Enter or a double-click opens it)"),
     Column("Payload", lambda r: payload_summary(r.payload),
-           tooltip=lambda r: (cell(r.payload_json, 2000)),
+           tooltip=lambda r: cell(r.payload_json, 2000),
            header_tooltip="What the event recorded, in one line (the pane beside has it whole)"),
 )
 SEQ_COLUMN, TIME_COLUMN, ACTOR_COLUMN, TYPE_COLUMN, TRACE_COLUMN, PAYLOAD_COLUMN = range(len(AUDIT_COLUMNS))

@@ -32,8 +32,8 @@ from .trust import ElidedLabel
 
 NOT_READ = "Not read yet: the engine reads its corpus when it starts"
 SKIPPED_COLUMNS: tuple[Column[Skipped], ...] = (
-    Column("File", lambda s: s.path, tooltip=lambda s: (s.path)),
-    Column("Why it was skipped", lambda s: s.reason, tooltip=lambda s: (s.reason)),
+    Column("File", lambda s: s.path, tooltip=lambda s: s.path),
+    Column("Why it was skipped", lambda s: s.reason, tooltip=lambda s: s.reason),
 )
 
 

@@ -113,16 +113,16 @@ GATEWAY_COLUMNS: tuple[Column[GatewayRow], ...] = (
     Column("Action", lambda r: action_label(r.action), foreground=lambda r: action_colour(r.action),
            bold=lambda r: True, tooltip=lambda r: action_meaning(r.action)),
     Column("Carrier", lambda r: cell(r.source, 60), bold=lambda r: True,
-           tooltip=lambda r: (f"{r.source} → {r.target}"),
+           tooltip=lambda r: f"{r.source} → {r.target}",
            header_tooltip="The agent (or operator) that carried the message"),
     Column("Kind", lambda r: r.kind.replace("_", " "),
-           tooltip=lambda r: (f"{r.kind} {r.item}".strip())),
+           tooltip=lambda r: f"{r.kind} {r.item}".strip()),
     Column("Trust", lambda r: r.trust, header_tooltip="The message's trust level: where it came from, "
                                                       "never what it says about itself"),
     Column("Score", lambda r: f"{r.score:.2f}", align=RIGHT, header_tooltip="Combined injection score, 0 to 1"),
-    Column("Evidence", lambda r: cell(r.first_evidence, CELL_CHARS), tooltip=lambda r: ("\n".join(r.evidence)),
+    Column("Evidence", lambda r: cell(r.first_evidence, CELL_CHARS), tooltip=lambda r: "\n".join(r.evidence),
            header_tooltip="The first finding (the details below list them all)"),
-    Column("Excerpt", lambda r: cell(r.excerpt, CELL_CHARS), tooltip=lambda r: (r.excerpt)),
+    Column("Excerpt", lambda r: cell(r.excerpt, CELL_CHARS), tooltip=lambda r: r.excerpt),
 )
 (TIME_COLUMN, ACTION_COLUMN, CARRIER_COLUMN, KIND_COLUMN, TRUST_COLUMN, SCORE_COLUMN, EVIDENCE_COLUMN,
  EXCERPT_COLUMN) = range(len(GATEWAY_COLUMNS))

@@ -113,7 +113,7 @@ def _count(colour: QColor):
 NAMESPACE_COLUMNS: tuple[Column[NamespaceSummary], ...] = (
     Column("Agent", lambda n: cell(n.namespace, 60), bold=lambda n: True,
            tooltip=lambda n: (f"{n.namespace}: {n.total} entry version(s), last written "
-                                             f"{full_time(n.last_written_at)}"),
+                              f"{full_time(n.last_written_at)}"),
            header_tooltip="The agent that owns the namespace (an agent reads and writes its own only)"),
     Column("Active", lambda n: str(n.active), align=RIGHT, foreground=lambda n: _count(style.tones().good)(n.active),
            header_tooltip=status_meaning(EntryStatus.ACTIVE)),
@@ -152,19 +152,19 @@ def _entry_background(entry: MemoryEntry) -> QColor | None:
 
 ENTRY_COLUMNS: tuple[Column[MemoryEntry], ...] = (
     Column("#", lambda e: str(e.id), align=RIGHT, foreground=lambda e: style.tones().muted),
-    Column("Key", lambda e: cell(e.key, 60), bold=lambda e: e.active, tooltip=lambda e: (e.key)),
+    Column("Key", lambda e: cell(e.key, 60), bold=lambda e: e.active, tooltip=lambda e: e.key),
     Column("Ver", lambda e: f"v{e.version}", align=RIGHT),
     Column("Status", lambda e: status_label(e.status), foreground=lambda e: status_colour(e.status),
-           bold=lambda e: True, tooltip=lambda e: (e.status_why or status_meaning(e.status))),
-    Column("Author", lambda e: cell(e.author, 40), tooltip=lambda e: (e.author)),
-    Column("Trace", lambda e: short_trace(e.trace_id), tooltip=lambda e: (e.trace_id),
+           bold=lambda e: True, tooltip=lambda e: e.status_why or status_meaning(e.status)),
+    Column("Author", lambda e: cell(e.author, 40), tooltip=lambda e: e.author),
+    Column("Trace", lambda e: short_trace(e.trace_id), tooltip=lambda e: e.trace_id,
            header_tooltip="The question (or message) the write belonged to; \"Open trace…\" shows it whole"),
     Column("Written", lambda e: when_text(e.written_at), align=RIGHT,
            tooltip=lambda e: full_time(e.written_at)),
     Column("Score", lambda e: f"{e.screen_score:.2f}", align=RIGHT,
            foreground=lambda e: style.tones().warn if e.screen_score >= 0.3 else None,
            header_tooltip="The gateway's injection score when it was written (0 to 1; 0.5 blocks)"),
-    Column("Content", lambda e: cell(e.content, CONTENT_CHARS), tooltip=lambda e: (e.content)),
+    Column("Content", lambda e: cell(e.content, CONTENT_CHARS), tooltip=lambda e: e.content),
 )
 (ID_COLUMN, KEY_COLUMN, VERSION_COLUMN, STATUS_COLUMN, AUTHOR_COLUMN, TRACE_COLUMN, WRITTEN_COLUMN, SCORE_COLUMN,
  CONTENT_COLUMN) = range(len(ENTRY_COLUMNS))
@@ -186,7 +186,7 @@ class EntryModel(RecordTableModel[MemoryEntry]):
 # --- snapshots ----------------------------------------------------------------------------------
 SNAPSHOT_COLUMNS: tuple[Column[Snapshot], ...] = (
     Column("#", lambda s: str(s.id), align=RIGHT, foreground=lambda s: style.tones().muted),
-    Column("Label", lambda s: cell(s.label, 40), tooltip=lambda s: (f"{s.label} by {s.created_by}")),
+    Column("Label", lambda s: cell(s.label, 40), tooltip=lambda s: f"{s.label} by {s.created_by}"),
     Column("Taken", lambda s: when_text(s.at), align=RIGHT, tooltip=lambda s: full_time(s.at)),
     Column("Keeps", lambda s: f"≤ #{s.last_entry_id}", align=RIGHT,
            header_tooltip="A rollback to the snapshot keeps the entries up to this id and rolls back the later ones"),
@@ -261,11 +261,11 @@ SPREAD_COLUMNS: tuple[Column[SpreadLine], ...] = (
            bold=lambda s: s.kind == "wrote",
            tooltip=lambda s: "A reader wrote this later in the same trace: it may carry the entry on" if s.kind == "wrote"
            else "The agent read the entry while serving this trace"),
-    Column("Agent", lambda s: cell(s.agent, 40), tooltip=lambda s: (s.agent)),
-    Column("Trace", lambda s: short_trace(s.trace_id), tooltip=lambda s: (s.trace_id),
+    Column("Agent", lambda s: cell(s.agent, 40), tooltip=lambda s: s.agent),
+    Column("Trace", lambda s: short_trace(s.trace_id), tooltip=lambda s: s.trace_id,
            header_tooltip="The trace the read (or write) belonged to; \"Open trace\" shows it whole"),
     Column("Entry written", lambda s: cell(s.what, 120) if s.kind == "wrote" else "",
-           tooltip=lambda s: (s.what) if s.kind == "wrote" else ""),
+           tooltip=lambda s: s.what if s.kind == "wrote" else ""),
 )
 
 

@@ -98,14 +98,14 @@ def call_details(call: ToolCall) -> str:
 TOOL_COLUMNS: tuple[Column[ToolCall], ...] = (
     Column("#", lambda c: str(c.id), align=RIGHT, foreground=lambda c: style.tones().muted),
     Column("Time", lambda c: when_text(c.at), align=RIGHT, tooltip=lambda c: full_time(c.at)),
-    Column("Agent", lambda c: cell(c.agent_id, 40), bold=lambda c: True, tooltip=lambda c: (c.agent_id)),
+    Column("Agent", lambda c: cell(c.agent_id, 40), bold=lambda c: True, tooltip=lambda c: c.agent_id),
     Column("Tool", lambda c: cell(c.tool, 40),
-           tooltip=lambda c: (c.tool + (" — acts outside the system" if c.tool in OUTWARD_TOOLS else ""))),
+           tooltip=lambda c: c.tool + (" — acts outside the system" if c.tool in OUTWARD_TOOLS else "")),
     Column("Status", lambda c: c.status.value, foreground=lambda c: status_colour(c.status), bold=lambda c: True,
-           tooltip=lambda c: (decision_text(c) or STATUSES[c.status][1])),
-    Column("Why", lambda c: cell(c.why, PARAMS_CHARS), tooltip=lambda c: (c.why)),
+           tooltip=lambda c: decision_text(c) or STATUSES[c.status][1]),
+    Column("Why", lambda c: cell(c.why, PARAMS_CHARS), tooltip=lambda c: c.why),
     Column("Params", lambda c: cell(params_text(c.params), PARAMS_CHARS),
-           tooltip=lambda c: (params_text(c.params, indent=2))),
+           tooltip=lambda c: params_text(c.params, indent=2)),
 )
 ID_COLUMN, TIME_COLUMN, AGENT_COLUMN, TOOL_COLUMN, STATUS_COLUMN, WHY_COLUMN, PARAMS_COLUMN = range(len(TOOL_COLUMNS))
 
@@ -129,9 +129,9 @@ class ToolCallsModel(RecordTableModel[ToolCall]):
 
 OUTBOX_COLUMNS: tuple[Column[OutboxMail], ...] = (
     Column("Time", lambda m: when_text(m.at), align=RIGHT, tooltip=lambda m: full_time(m.at)),
-    Column("To", lambda m: cell(m.recipient, 80), tooltip=lambda m: (m.recipient)),
-    Column("Subject", lambda m: cell(m.subject, 120), tooltip=lambda m: (m.subject)),
-    Column("Body", lambda m: cell(m.body, 160), tooltip=lambda m: (m.body)),
+    Column("To", lambda m: cell(m.recipient, 80), tooltip=lambda m: m.recipient),
+    Column("Subject", lambda m: cell(m.subject, 120), tooltip=lambda m: m.subject),
+    Column("Body", lambda m: cell(m.body, 160), tooltip=lambda m: m.body),
     Column("Call", lambda m: f"#{m.tool_call_id}", align=RIGHT, foreground=lambda m: style.tones().muted,
            header_tooltip="The tool call whose approval wrote it"),
 )
@@ -180,7 +180,7 @@ PERMISSION_COLUMNS: tuple[Column[PermissionRow], ...] = (
     Column("Approval mode", lambda r: _yes_no(r.approval),
            foreground=lambda r: style.tones().good if r.approval else style.tones().warn,
            header_tooltip="yes: its outward actions (send_email) wait for an operator"),
-    Column("Can send to", lambda r: r.can_send_to, tooltip=lambda r: (f"in this fleet: {r.sends_to}"),
+    Column("Can send to", lambda r: r.can_send_to, tooltip=lambda r: f"in this fleet: {r.sends_to}",
            header_tooltip="Agent ids and role groups it may message (hover a cell: the agents they stand for)"),
 )
 

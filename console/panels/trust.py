@@ -33,11 +33,11 @@ from engine import AgentView
 from engine.store.trust import ScorePoint
 
 from .. import style, untrusted
-from ..untrusted import PlainLabel
 from ..batch import Coalescer
 from ..layout import column, splitter
 from ..service import EngineService
 from ..table_model import RIGHT, Column, RecordTableModel
+from ..untrusted import PlainLabel
 
 HOVER_PIXELS = 14.0          # a point this close to the pointer (in screen pixels) is the one hovered or clicked
 LINE_HIT_PIXELS = 10         # a click this wide around a line is on the line

@@ -99,8 +99,7 @@ def _widget(widget: QWidget) -> list[Shown]:
     elif isinstance(widget, QPlainTextEdit):
         out.append(Shown(where, "pane", widget.toPlainText(), widget.toPlainText()))
     elif isinstance(widget, QTextEdit):
-        out.append(Shown(where, "rich-view" if widget.acceptRichText() or widget.isReadOnly() else "pane",
-                         widget.toHtml(), widget.toPlainText()))
+        out.append(Shown(where, "rich-view", widget.toHtml(), widget.toPlainText()))
     elif isinstance(widget, QAbstractButton):
         out.append(Shown(where, "button", widget.text(), widget.text()))
     elif isinstance(widget, QLineEdit):
