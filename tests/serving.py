@@ -1,11 +1,21 @@
-"""An ASGI app on a real loopback port in the test's own event loop, for agents the tests write themselves."""
+"""An ASGI app on a real loopback port in the test's own event loop, for agents the tests write themselves; and a
+free loopback port for agents the tests start as processes of their own."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import uvicorn
 
 from engine.agents.serve import bind_socket
+
+
+
+def free_port() -> int:
+    """A loopback port free right now (an agent process is then told to bind it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 async def serving(app, *, scheme: str = "http", **options):

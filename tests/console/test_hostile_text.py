@@ -3,7 +3,6 @@ images, bidi overrides, ANSI escapes, formulas and forged lines through the real
 every widget of the main window is walked and must show all of it as text."""
 from __future__ import annotations
 
-import socket
 
 import pytest
 from PySide6.QtCore import Qt, QUrl
@@ -20,18 +19,13 @@ from ..conftest import FAST_SETTINGS
 from ..hostile import (ANSWER, BIDI, CANARIES, MARKUP, QUESTION, hostile_markup, hostile_text,
                        shown_literally, start_hostile_generator, write_hostile_corpus,
                        write_hostile_fleet)
+from ..serving import free_port
 from .walk import Shown, rendered, shown
 
 START_TIMEOUT_MS = 60_000
 ANSWER_TIMEOUT_MS = 30_000
 STOP_TIMEOUT_MS = 20_000
 ROWS_SELECTED = 8                  # per table: enough to reach every hostile row of this one question
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from engine.bench.measure import open_fds, processes_naming
 from engine.participation import shortfall, summary
 
 from ..conftest import TEST_CORPUS
+from ..serving import free_port
 
 # delay_s: hang holds a request 30 s (its deadline is 1 s), drip sends 8 bytes a second, flap stays away 0.3 s.
 RETRIEVER_FAULTS = {
@@ -156,13 +157,6 @@ def test_wire_faults_are_off_health(kind):
     wire = WireFaults(app, FaultInjector(FaultProfile(kind=FaultKind(kind))), relaunch=lambda s: calls.append("down"))
     asyncio.run(wire({"type": "http", "path": "/health"}, None, None))
     assert calls == ["/health"]
-
-
-def free_port() -> int:
-    import socket
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def serve_external(tmp_path: Path, port: int):

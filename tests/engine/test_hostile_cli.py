@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from engine.untrusted import FORMULA_START, quoted
 from ..conftest import FAST_SETTINGS
 from ..hostile import (ACTING, ANSI, ANSWER, BIDI, C1_CSI, FORGED_LINE, FORMULA, MARKUP, QUESTION, hostile_text,
                        shown_literally, start_hostile_generator, write_hostile_corpus, write_hostile_fleet)
+from ..serving import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FORGED_START = FORGED_LINE.strip()[:24]          # "2026-12-02 10:00:00 INFO": how a line of a real log begins
@@ -43,12 +43,6 @@ TOOL_PARAMS = {"to": FORMULA, "subject": hostile_text(), "body": hostile_text("D
                hostile_text("x-"): "a parameter name is the agent's text too"}
 TOOL_WHY = hostile_text("outward: ")
 MEMORY_KEY = hostile_text("units ")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start(*args, env: dict) -> subprocess.Popen:
