@@ -6,6 +6,7 @@ fetch or a character that reorders the text around it (engine/untrusted.py says 
 visible). Widgets that show such text are built here:
 
 - PlainLabel and PlainPane: plain-text widgets whose setText / setPlainText show visible() text;
+- RichLabel: a label for a line of HTML the console builds (bold, a tone), every untrusted piece through html_text;
 - SafeBrowser: a rich-text view for HTML the console builds itself; it follows no link and loads no resource,
   so even a tag that slipped through could not reach a file or the network;
 - html_text(): untrusted text escaped for a piece of HTML the console builds (SafeBrowser, rich labels);
@@ -22,7 +23,8 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextBrowser, QWidget
 
 from engine.untrusted import LINE_BREAK_MARK, one_line, visible
 
-__all__ = ["LINE_BREAK_MARK", "PlainLabel", "PlainPane", "SafeBrowser", "cell", "html_text", "tooltip", "visible"]
+__all__ = ["LINE_BREAK_MARK", "PlainLabel", "PlainPane", "RichLabel", "SafeBrowser", "cell", "html_text", "tooltip",
+           "visible"]
 
 
 def html_text(text: str) -> str:
@@ -53,6 +55,17 @@ class PlainLabel(QLabel):
 
     def setText(self, text: str) -> None:             # noqa: N802 (Qt's name)
         super().setText(visible(text))
+
+
+class RichLabel(QLabel):
+    """A label whose text is HTML the console builds: rich text by choice, never by Qt's AutoText guess, and
+    every agent's or document's word in it escaped with html_text. A link in it is the console's own; it is
+    never opened by Qt (the owner connects linkActivated)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setOpenExternalLinks(False)
 
 
 class PlainPane(QPlainTextEdit):

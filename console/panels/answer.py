@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
+from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGroupBox, QHBoxLayout, QHeaderView, QListWidget,
                                QListWidgetItem, QScrollArea, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
@@ -19,7 +19,7 @@ from .. import style
 from ..stage_text import outcome_text, stage_chain
 from ..layout import read_only_table
 from ..table_model import RIGHT, Column, RecordTableModel
-from ..untrusted import PlainLabel, SafeBrowser, cell, html_text, tooltip
+from ..untrusted import PlainLabel, RichLabel, SafeBrowser, cell, html_text, tooltip
 from .evidence import (CANDIDATE_COLUMNS, CHECK_CLAIM_COLUMN, CHECK_COLUMNS, CHECK_REASON_COLUMN, PASSAGE_COLUMNS, PASSAGE_FLAGS_COLUMN,
                        PASSAGE_NOTE_COLUMN, PASSAGE_TITLE_COLUMN, FlagChipsDelegate, PassageRow, candidate_html, claim_check_html, failing,
                        kept_out_background, outcome_html, passage_html, passage_rows, passage_text_html,
@@ -119,12 +119,10 @@ class VerdictHeader(QWidget):
         self.answer.setWordWrap(True)
         self.answer.setFont(style.scaled_font(self.font(), 1.3))
         self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.reason = QLabel()
-        self.reason.setTextFormat(Qt.TextFormat.RichText)      # built here, every agent's word escaped
+        self.reason = RichLabel()                               # built here, every agent's word escaped
         self.reason.setWordWrap(True)
         self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.suspects = QLabel()
-        self.suspects.setTextFormat(Qt.TextFormat.RichText)    # suspects_html escapes ids and reasons
+        self.suspects = RichLabel()                             # suspects_html escapes ids and reasons
         self.suspects.setWordWrap(True)
         self.suspects.setStyleSheet(style.suspect_css())
         self.suspects.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse

@@ -28,7 +28,7 @@ from .. import style, untrusted
 from ..batch import Coalescer
 from ..layout import column, hbox, inline_form_layout
 from ..service import EngineService
-from ..untrusted import PlainLabel, SafeBrowser, html_text
+from ..untrusted import PlainLabel, RichLabel, SafeBrowser, html_text
 from .approvals_detail import claim_mark, item_html
 from .approvals_model import (MAX_COLUMN_WIDTH, QUESTION_COLUMN, REVIEW_COLUMNS, STATUS_TONES, AgeFilter,
                               ReviewFilter, ReviewFilterProxy, ReviewModel, StatusFilter, answer_cell, decision_text,
@@ -108,7 +108,7 @@ arrows pick a reason, typing goes to the note, Enter confirms, Escape cancels. "
         self.cancel = QPushButton("Cancel")
         self.skipped = PlainLabel()
         self.skipped.setWordWrap(True)
-        self.hint = PlainLabel()
+        self.hint = RichLabel()             # the error line is toned HTML, the error escaped
         self.hint.setWordWrap(True)
 
         inline_form_layout(self, hbox(self.title, (self.reason, 1)), hbox((self.note, 1), self.confirm, self.cancel),
@@ -253,7 +253,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
         self._fitting = Coalescer(lambda _ticks: self._fit_columns(), parent=self)
         self.proxy = ReviewFilterProxy(self.model, clock, self)
 
-        self.summary = PlainLabel()
+        self.summary = RichLabel()
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter (/): words in the question, answer, agents, #id")
         self.search.setClearButtonEnabled(True)
@@ -283,7 +283,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
         self.approve_button = QPushButton("Approve…")
         self.reject_button = QPushButton("Reject…")
         self.form = DecisionForm()
-        self.message = PlainLabel()
+        self.message = RichLabel()          # toned_html: the decision's words escaped
         self.message.setWordWrap(True)
 
         top = QHBoxLayout()

@@ -43,12 +43,18 @@ def hostile_engine(tmp_path, db_path, cache_dir):
         generator.stdout.close()
 
 
+CONSOLE_MARKUP = ("<b>", "</b>", "<span style='")     # what the console's own HTML is made of
+
+
 def problems_in(pieces: list[Shown]) -> list[str]:
-    """Every piece that shows a canary without its tag, or a character that acts; and any label left to Qt's
-    AutoText guess that shows untrusted text (it would render a reply that starts with a tag)."""
+    """Every piece that shows a canary without its tag, or a character that acts; any label left to Qt's
+    AutoText guess that shows untrusted text (it would render a reply that starts with a tag); and the other way
+    round, the console's own HTML shown as text (a line it builds in HTML put in a plain label)."""
     out = [f"{p.where} ({p.kind}): {problem}" for p in pieces for problem in shown_literally(p.text)]
     out += [f"{p.where}: untrusted text in a label left in AutoText" for p in pieces
             if p.kind == "auto-label" and any(word in p.source for word in CANARIES)]
+    out += [f"{p.where} ({p.kind}): the console's HTML shown as text: {p.text[:80]!r}" for p in pieces
+            if any(tag in p.text for tag in CONSOLE_MARKUP)]
     return out
 
 
