@@ -20,5 +20,5 @@ for seed in ${SEEDS:-1 2 11 12 13}; do
   .venv/bin/python main.py eval reputation --seed "$seed" --json "$out/seed-$seed.json" "$@" \
     | sed -n '/^reputation evaluation/,/^wall time/p'
 done
-.venv/bin/python -m engine.evaluation.reputation_report summary "$out/summary.md" $(ls "$out"/seed-*.json | grep -v "\.scores\.json$" | sort -V)
+.venv/bin/python -m bench.evaluation.reputation_report summary "$out/summary.md" $(ls "$out"/seed-*.json | grep -v "\.scores\.json$" | sort -V)
 echo "eval_reputation.sh: total wall time $(( $(date +%s) - started )) s"

@@ -52,5 +52,5 @@ run corroborated_clean   --attack none --answerer corroborated
 run corroborated_p1      --attack corpus --poison-count 1 --answerer corroborated
 run corroborated_p2      --attack corpus --poison-count 2 --answerer corroborated
 run corroborated_p5      --attack corpus --poison-count 5 --answerer corroborated
-.venv/bin/python -m engine.evaluation.report summary "$out/summary.md" "${rows[@]}"
+.venv/bin/python -m bench.evaluation.report summary "$out/summary.md" "${rows[@]}"
 echo "total: $SECONDS s"

@@ -6,6 +6,7 @@ without reading code. Unknown keys are errors: a typo must never silently fall b
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import re
 import tomllib
@@ -16,14 +17,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from .errors import ConfigError
-from .reputation.settings import ReputationSettings
-from .cascade.settings import CascadeSettings
-from .gateway.settings import GatewaySettings
-from .telemetry.settings import TelemetrySettings, check_telemetry
+from .settings.reputation import ReputationSettings
+from .settings.cascade import CascadeSettings
+from .settings.gateway import GatewaySettings
+from .settings.telemetry import TelemetrySettings, check_telemetry
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
 from .types import (AGENT_ID, LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile,
-                    RiskTier, Role, TrustLevel)
+                    RetrievalMode, RiskTier, Role, TrustLevel)
 
 SUPPORTED_VERSION = 1
 MAX_MODEL_CHARS = 256     # a model name as served (llama3.2, org/model:tag) or an llm-local GGUF path
@@ -75,8 +76,7 @@ class GenerationSettings:
 class TierPolicy:
     retrievers: int = 0           # 0 = every eligible retriever
     generators: int = 0
-    retrieval_mode: str = "full"  # full: anomaly detection and weighted votes; optimistic: simple comparison;
-                                  # strict: full, and lone passages that mirror the question must be corroborated
+    retrieval_mode: RetrievalMode = RetrievalMode.FULL   # the file says "full", "optimistic" or "strict"
     deadline_s: float = 0.0       # the question is decided with the replies in by then (0: each agent's timeout_s)
 
 
@@ -101,7 +101,7 @@ class EngineSettings:
     gateway: GatewaySettings = GatewaySettings()
     telemetry: TelemetrySettings = TelemetrySettings()   # traces out over OTLP (engine.telemetry), off by default
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
-        RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode="optimistic"),
+        RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode=RetrievalMode.OPTIMISTIC),
         RiskTier.MEDIUM.value: TierPolicy(),
         RiskTier.HIGH.value: TierPolicy(),
     })
@@ -184,6 +184,13 @@ def _typed(file: str, key: str, value: Any, expected: type) -> Any:
         return value
     if expected in (int, float, str) and isinstance(value, expected) and not isinstance(value, bool):
         return value
+    if isinstance(expected, type) and issubclass(expected, enum.Enum):     # a str enum: the file names its value
+        text = _typed(file, key, value, str)
+        try:
+            return expected(text)
+        except ValueError:
+            *rest, last = [member.value for member in expected]
+            raise ConfigError(file, key, f"expected {', '.join(rest)} or {last}, found {text!r}") from None
     if expected == tuple[str, ...]:
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return tuple(value)
@@ -216,9 +223,6 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
     for name, table in raw_tiers.items():
         tiers[name] = _build_section(file, f"tiers.{name}", TierPolicy, table)
-        if tiers[name].retrieval_mode not in ("full", "optimistic", "strict"):
-            raise ConfigError(file, f"tiers.{name}.retrieval_mode",
-                              f"expected full, optimistic or strict, found {tiers[name].retrieval_mode!r}")
     settings = EngineSettings(
         retrieval=_build_section(file, "retrieval", RetrievalSettings, data.get("retrieval", {})),
         generation=_build_section(file, "generation", GenerationSettings, data.get("generation", {})),
@@ -242,7 +246,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
-    from .cascade.mitigation import CHOICES
+    from .settings.cascade import CHOICES
     for kind, allowed in CHOICES.items():
         if settings.cascade.choice(kind) not in allowed:
             raise ConfigError(file, f"cascade.on_{kind.value}", f"expected {', '.join(allowed)}, "
@@ -360,11 +364,19 @@ def _security_path(file: str, key: str, value: Any) -> str:
     return str(path.resolve())
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_env_name(file: str, key: str, name: str) -> str:
+    if not _ENV_NAME.match(name):
+        raise ConfigError(file, key, f"expected an environment variable name, found {name!r}")
+    return name
+
+
 def _parse_security(file: str, where: str, table: dict, kind: AgentKind, builtin: bool, url: str,
                     allow_non_loopback: bool) -> AgentSecurity:
     """host, key_env / key_file, TLS files, allow_http: where an agent listens, where its key comes from
     (never the key itself: a fleet file is shared and committed) and how its connection is checked."""
-    from .agents.auth import check_env_name
     raw = {k: table[k] for k in _SECURITY_KEYS if k in table}
     if not builtin:
         for key in ("host", "tls_cert", "tls_key"):
@@ -387,7 +399,7 @@ def _parse_security(file: str, where: str, table: dict, kind: AgentKind, builtin
     if "key_env" in raw and "key_file" in raw:
         raise ConfigError(file, f"{where}.key_file", "give key_env or key_file, not both")
     if "key_env" in raw:
-        values["key_env"] = check_env_name(file, f"{where}.key_env", _typed(file, f"{where}.key_env", raw["key_env"], str))
+        values["key_env"] = _check_env_name(file, f"{where}.key_env", _typed(file, f"{where}.key_env", raw["key_env"], str))
     if "key_file" in raw:
         values["key_file"] = _security_path(file, f"{where}.key_file", raw["key_file"])
     if kind is AgentKind.OPENAI_CHAT and ("key_env" in raw or "key_file" in raw):

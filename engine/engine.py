@@ -16,7 +16,6 @@ from .agents.client import AgentClient
 from .agents.launcher import FleetLauncher
 from .alerts.book import AlertBook
 from .alerts.row import AlertRow
-from .alerts.rules import alerts_for
 from .alerts.silences import Silence
 from .config import EngineSettings, FleetConfig
 from .demo import DemoTraffic
@@ -28,26 +27,32 @@ from .gateway.permissions import PermissionMatrix
 from .gateway.permissions_config import load_permissions
 from .gateway.tools import ToolBroker, ToolCallResult
 from .memory import MemoryStore, RollbackResult, SnapshotSchedule
-from .memory.policy import row_id
+from .ids import row_id
 from .pipeline import Pipeline, QuestionBlocked
+from .decided import AnnounceDecided, RecordAlerts, RecordAnswer, SnapshotMemory, UpdateReputation
+from .gateway.sessions import GatewaySessions
+from .question.corpus import CorpusHashes
+from .question.decided import DecidedObserver, tell as tell_decided
 from .registry import AgentRegistry, AgentView, SlowRule
 from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
-from .review import DecisionOutcome, ReviewItem, ReviewQueue, check_decision, check_operator, needs_review
+from .review import DecisionOutcome, ReviewItem, ReviewQueue, check_decision, check_operator
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .store.audit_log import AuditLog
+from .schema import MIGRATIONS
 from .store.db import Store
-from .store.traces import DecisionRow, TraceLine, recent_decisions_sync, trace_sync, write_report
-from .events import (AgentChanged, AlertChanged, AlertsRaised, EngineReady, GatewayFlagged, ReviewEnqueued,
+from .gateway.traces import DecisionRow, TraceLine, recent_decisions_sync, trace_sync, write_report
+from .events import (AgentChanged, AlertChanged, AlertsRaised, EngineReady, GatewayFlagged, QuestionDecided,
                      SilencesChanged, TrustUpdated)
-from .trust import TrustKeeper, TrustUpdate
+from .reputation.keeper import ReputationKeeper, ReputationUpdate
 from .events import CorpusIndexProgress, QuestionAnswered, QuestionFailed
 from .gateway.envelope import new_trace_id
 from .telemetry import start_telemetry
-from .reputation.events import AlertKind
-from .types import AgentKind, AgentOutcome, AgentState, Answer, RiskTier
+from .alerts.kinds import AlertKind
+from .types import AgentKind, AgentOutcome, AgentState, RiskTier
+from .answer import Answer
 
-Listener = Callable[[object], None]    # receives engine.events types, reputation events and generic Events
+Listener = Callable[[object], None]    # receives engine.events types and reputation events
 
 
 EXTERNAL_RECHECK_S = 5.0     # how often a down external agent's /health is tried again while questions come
@@ -73,11 +78,12 @@ class Engine:
         self.fleet = fleet
         self.settings = settings
         self.clock = clock
-        self.store = Store(db_path or default_db_path(), clock=clock)
+        self.store = Store(db_path or default_db_path(), MIGRATIONS, clock=clock)
         self.audit_log = AuditLog(self.store)        # the audit trail as operators filter, verify and export it
         self.review = ReviewQueue(self.store)        # the approval queue, on the same SQLite file
         self.cache_dir = Path(cache_dir or default_cache_dir())
-        self.trust = TrustKeeper(self.store, settings.reputation, clock=clock)   # the reputation book, on the same file
+        # The reputation book, on the same file.
+        self.trust = ReputationKeeper(self.store, settings.reputation, clock=clock)
         self.alerts = AlertBook(self.store, clock=clock)   # operators' alerts and silences, on the same file
         self.registry = AgentRegistry(fleet, trust=self.trust, clock=clock, slow=SlowRule.from_limits(settings.limits))
         # Each agent's key for this run (engine.agents.auth): read from where the fleet file says at start,
@@ -91,16 +97,22 @@ class Engine:
         # Agents' own memory and tools: every write screened, every call checked against the matrix.
         self.permissions = (load_permissions(fleet.permissions, known_agents=[a.id for a in fleet.agents])
                             if fleet.permissions else PermissionMatrix(source=f"{fleet.path} (no permissions file)"))
-        self.pipeline = Pipeline(settings, self.client, self.registry, self._emit,
-                                 SecureRetrieval(settings.retrieval, self.embedder), clock=clock,
-                                 gateway=self.gateway)
-        # Their screenings join the trace of the question they belong to (pipeline.screen).
-        screen = self.pipeline.screen if self.gateway is not None else None
+        # One question's gateway session for all who screen its messages: the pipeline, and the memory store and
+        # tool broker, whose screenings join the trace of the question they belong to.
+        self.sessions = GatewaySessions(self.gateway, clock)
+        screen = self.sessions.screen if self.sessions.enabled else None
         self.memory = MemoryStore(self.store, screen, schedule=SnapshotSchedule(settings.gateway.snapshot_every_s))
         self.tools = ToolBroker(self.permissions, self.store, screen, self.memory, agents=fleet.agents)
-        self.pipeline.tools = self.tools
-        self.pipeline.memory = self.memory
-        self.pipeline.on_late = self._on_late_reply
+        self.corpus_hashes = CorpusHashes()  # the indexed corpus's passages, replaced after each index
+        self.pipeline = Pipeline(settings, self.client, self.registry, self._emit,
+                                 SecureRetrieval(settings.retrieval, self.embedder), clock=clock,
+                                 sessions=self.sessions, tools=self.tools, memory=self.memory,
+                                 on_late=self._on_late_reply, corpus=self.corpus_hashes)
+        # What follows a decided question, in this order (engine/decided.py).
+        self._decided: tuple[DecidedObserver, ...] = (
+            RecordAnswer(self.store, self.review), UpdateReputation(self.trust),
+            RecordAlerts(self.alerts, settings.generation.min_support, clock), SnapshotMemory(self.memory, clock),
+            AnnounceDecided(self._emit, clock, self._show_trust, self._announce_alerts))
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
         self._probed: dict[str, float] = {}  # external agents: when each down one was last probed (_recheck_external)
@@ -181,7 +193,7 @@ class Engine:
         show = Throttled(lambda progress: loop.call_soon_threadsafe(self._show_index, progress))
         report = index_corpus(self.fleet.corpus_dir, self.embedder, self.cache_dir / "engine", on_progress=show,
                               clock=self.clock)
-        self.pipeline.corpus_hashes = report.passage_hashes     # one reference swapped: safe beside questions
+        self.corpus_hashes.replace(report.passage_hashes)     # one reference swapped: safe beside questions
         loop.call_soon_threadsafe(self._audit_index, report, actor)
         return report
 
@@ -291,22 +303,7 @@ class Engine:
         except QuestionBlocked as blocked:
             await self._record_blocked(blocked)
             raise
-        why = needs_review(answer)
-        # The answer and, where it needs one, its review item commit in one transaction.
-        item_id = await self.store.record_answer(answer, also=self.review.insert_in_transaction(answer, why)
-                                                 if why else None)
-        item = await self.review.get(item_id) if item_id is not None else None
-        update = await self.trust.after_answer(answer)
-        # The answer's own alerts (injection blocked, cascade, no consensus), recorded whatever the silences.
-        raised = await self.alerts.record(alerts_for(answer, self.clock(), self.settings.generation.min_support))
-        await self.memory.maybe_snapshot(self.clock())
-        self._show_trust({o.agent_id for o in answer.agents} | update.agents)
-        self._emit(TrustUpdated(update, answer.trace_id, self.clock()))
-        await self._announce_alerts(update.alerts + raised, answer.trace_id)
-        if answer.gateway is not None and answer.gateway.flags:
-            self._emit(GatewayFlagged(answer.gateway.flags, answer.trace_id, self.clock()))
-        if item is not None:
-            self._emit(ReviewEnqueued(item, answer.trace_id, self.clock()))
+        await tell_decided(self._decided, QuestionDecided(answer))
         return answer
 
     async def _record_blocked(self, blocked: QuestionBlocked) -> None:
@@ -365,7 +362,7 @@ class Engine:
             known = ", ".join(v.spec.id for v in self.registry.all())
             raise InputError(f"no agent {agent_id!r} in the fleet (agents: {known})") from None
 
-    async def _after_trust_change(self, update: TrustUpdate) -> None:
+    async def _after_trust_change(self, update: ReputationUpdate) -> None:
         self._show_trust(update.agents)
         self._emit(TrustUpdated(update, "", self.clock()))
         await self._announce_alerts(update.alerts, "")

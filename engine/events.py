@@ -1,8 +1,8 @@
 """What the engine tells its listeners (the console, the CLI), as typed frozen events.
 
 A listener maps each type to what it does in one table (console.service), instead of comparing
-strings. The pipeline's finer trace events (`agent.call`, `retrieval.merged`, ...) stay generic
-`types.Event`s: they are for the audit and for tests, not for panels.
+strings. The pipeline's finer trace events (AgentCalled, RetrievalMerged, ...) are for the telemetry
+and for tests, not for panels.
 """
 from __future__ import annotations
 
@@ -20,8 +20,10 @@ if TYPE_CHECKING:   # only for annotations: the registry and the review queue im
     from .ingest.index import IndexProgress
     from .registry import AgentView
     from .review import ReviewItem
-    from .trust import TrustUpdate
-    from .types import Answer
+    from .reputation.keeper import ReputationUpdate
+    from .gateway.tools import ToolStatus
+    from .types import AgentOutcome, ChallengeOutcome, Role
+    from .answer import Answer
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class ReviewEnqueued:
 class TrustUpdated:
     """The reputation book moved (a decided question, an operator's quarantine, release or decision):
     its typed events, the new points of the score history and the new alerts."""
-    update: "TrustUpdate"
+    update: "ReputationUpdate"
     trace_id: str
     at: float
 
@@ -126,7 +128,7 @@ class CorpusIndexProgress:
     at: float
 
 
-EngineEvent = Any   # one of the classes above, a reputation event, or a generic types.Event
+EngineEvent = Any   # one of the classes in this module, or a reputation event
 
 
 @dataclass(frozen=True)
@@ -164,3 +166,73 @@ class QuestionFailed:
     detail: str
     asked_at: float
     at: float
+
+
+# --- the pipeline's trace events: one question's finer steps ---------------------------------------
+@dataclass(frozen=True)
+class AgentsKeptOff:
+    """Agents of a role that are up but kept off this tier (by the reputation book or their permissions),
+    each with why."""
+    role: "Role"
+    agents: tuple[tuple[str, str], ...]     # (agent id, why)
+    trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class AgentCalled:
+    """One agent's call of a question ended, or passed the question's deadline (status LATE)."""
+    outcome: "AgentOutcome"
+    trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class RetrievalMerged:
+    """Secure retrieval merged the retrievers' passages for one (sub-)question."""
+    query: str
+    context: tuple[str, ...]                            # passage ids handed on
+    excluded: tuple[tuple[str, tuple[str, ...]], ...]   # (passage id, its flags)
+    suspects: tuple[tuple[str, str], ...]               # (agent id, reason)
+    fallback: bool                                      # no passage had a quorum: single-agent ones were used
+    trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class GeneratorChallenged:
+    """A generator was asked to show the evidence for a doubtful claim (generation/challenge.py)."""
+    agent: str
+    outcome: "ChallengeOutcome"
+    detail: str                  # the generator's own words: untrusted
+    trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    """A generator's tool call went through the tool broker."""
+    agent: str
+    tool: str                    # as the agent asked for it: untrusted
+    status: "ToolStatus"
+    why: str
+    trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class AnswerDecided:
+    """The pipeline decided a question's answer (before the engine records it: QuestionAnswered comes last)."""
+    answer: "Answer"
+    trace_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class QuestionDecided:
+    """A decided answer on its way through the engine's decided observers (engine/decided.py), in order; each
+    hands the next what it made of it. Not sent to listeners: they hear the events the last observer sends."""
+    answer: "Answer"
+    review_item: "ReviewItem | None" = None       # the approval-queue item recorded with it, if it needs review
+    reputation: "ReputationUpdate | None" = None  # how the reputation book moved
+    alerts: tuple["AlertRow", ...] = ()           # the answer's own alerts, recorded

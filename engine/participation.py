@@ -23,18 +23,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Sequence
 
-from .types import AgentOutcome, AgentState, CallStatus, Participation, RoleParticipation, Role
+from .types import AgentOutcome, AgentState, CallStatus, Participation, RetrievalMode, RoleParticipation, Role
 
 RETRIEVERS_FOR_PASSAGE_QUORUM = 3     # secure retrieval applies its passage quorum from this many lists on
 RETRIEVERS_TO_COMPARE = 2             # the optimistic mode compares two lists
 GENERATORS_TO_CROSS_CHECK = 2
-OPTIMISTIC = "optimistic"
 
 
-def minimum(role: Role, retrieval_mode: str, policy_generators: int) -> int:
+def minimum(role: Role, retrieval_mode: RetrievalMode, policy_generators: int) -> int:
     """The fewest answers a role's quorum needs at a tier, whatever the number asked."""
     if role is Role.RETRIEVER:
-        return RETRIEVERS_TO_COMPARE if retrieval_mode == OPTIMISTIC else RETRIEVERS_FOR_PASSAGE_QUORUM
+        return RETRIEVERS_TO_COMPARE if retrieval_mode == RetrievalMode.OPTIMISTIC else RETRIEVERS_FOR_PASSAGE_QUORUM
     return min(GENERATORS_TO_CROSS_CHECK, policy_generators) if policy_generators else GENERATORS_TO_CROSS_CHECK
 
 
@@ -59,7 +58,7 @@ def weakest(parts: Iterable[RoleParticipation]) -> RoleParticipation | None:
 
 
 def participation(retrieve_batches: Sequence[Sequence[AgentOutcome]], generator_calls: Sequence[AgentOutcome] | None,
-                  *, retrieval_mode: str, policy_generators: int,
+                  *, retrieval_mode: RetrievalMode, policy_generators: int,
                   unavailable: dict[Role, int] | None = None) -> Participation:
     """retrieve_batches: each retrieve stage's calls (none: no retriever could be asked). generator_calls:
     None when the question never reached its generators."""

@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence
 
 from .config import ROLE_OPERATION, FleetConfig, LimitSettings
+from .errors import InputError
 from .types import AgentOutcome, AgentSpec, AgentState, CallStatus, RiskTier, Role
 
 STATS_WINDOW = 50        # calls per agent behind its latency median and error rate
 
 
 class TrustGate(Protocol):
-    """The reputation book as the registry sees it (engine.trust.TrustKeeper)."""
+    """The reputation book as the registry sees it (engine.reputation.keeper.ReputationKeeper)."""
     def eligible(self, agent_id: str, tier: RiskTier) -> tuple[bool, str]: ...
     def snapshot(self) -> Mapping[str, float]: ...
     def state_of(self, agent_id: str) -> str: ...
@@ -159,6 +160,14 @@ class AgentRegistry:
 
     def get(self, agent_id: str) -> AgentView:
         return self._views[agent_id]
+
+    def require(self, agent_id: str) -> AgentView:
+        """An operator's agent id: InputError naming the fleet's agents when there is no such agent."""
+        try:
+            return self._views[agent_id]
+        except KeyError:
+            known = ", ".join(self._views)
+            raise InputError(f"no agent {agent_id!r} in the fleet (agents: {known})") from None
 
     def set_state(self, agent_id: str, state: AgentState, url: str = "", detail: str = "") -> AgentView:
         """What the launcher or a health check reports; any report of the process ends "stopped"."""

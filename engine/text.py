@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 
 STOPWORDS = frozenset("""
@@ -15,6 +16,11 @@ such only own same then once any each few more most other some all both just s t
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*[A-Za-z0-9]|[A-Za-z0-9]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def content_hash(text: str) -> str:
+    """A passage text's identity: the same text hashes the same on every agent and in every corpus."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def words(text: str) -> list[str]:

@@ -5,12 +5,15 @@ import dataclasses
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-if TYPE_CHECKING:   # the stage and cascade packages build on these types; only annotations point back
-    from .cascade.types import CascadeOutcome
-    from .gateway.report import GatewayReport
-    from .stages.model import StageResult
+
+class CascadeType(str, enum.Enum):
+    """The kind of cascade the monitor (engine.cascade) saw; its settings choose a mitigation per kind."""
+    RETRIEVAL = "retrieval"                      # a wrong passage at the top of what retrieval forwards
+    INFERENCE = "inference"                      # a wrong intermediate conclusion (bridge entity, sub-answer)
+    CONTEXT_POISONING = "context_poisoning"      # a near-copy of true evidence with one fact changed
+    CONFIDENCE_INFLATION = "confidence_inflation"   # confidence rising while support falls, hedges stripped
 
 
 class Role(str, enum.Enum):
@@ -69,6 +72,13 @@ class AgentState(str, enum.Enum):
     UP = "up"
     DOWN = "down"
     DISABLED = "disabled"
+
+
+class RetrievalMode(str, enum.Enum):
+    """How secure retrieval judges a tier's passages (TierPolicy.retrieval_mode; files and JSON hold the values)."""
+    FULL = "full"                  # anomaly detection and reputation- and agreement-weighted votes
+    OPTIMISTIC = "optimistic"      # a simple comparison of the lists, no embeddings (the low tier)
+    STRICT = "strict"              # full, and a lone passage that mirrors the question must be corroborated
 
 
 class Verdict(str, enum.Enum):
@@ -214,6 +224,15 @@ class AgentOutcome:
     mode: str = ""               # openai-chat: the ChatDialect its request used ("" for the Quorum protocol)
 
 
+class PassageFlag(str, enum.Enum):
+    """What secure retrieval found wrong with a passage (ChunkExplanation.flags)."""
+    ECHO = "echo"                    # one of a group of near-copies that mirrors the question, or a lone such mirror
+    TAMPERED = "tampered"            # a near-copy of a better-supported passage with other numbers, names or polarity
+    DISPUTED = "disputed"            # another text under the same id has as much support or more
+    INCONSISTENT = "inconsistent"    # the text contradicts itself (weighs less; not kept out for it alone)
+    OUTLIER = "outlier"              # in no cluster, off the question's topic and returned by too few retrievers
+
+
 @dataclass(frozen=True)
 class ChunkExplanation:
     """Why secure retrieval ranked a passage where it did (shown in the console, kept in the audit)."""
@@ -223,7 +242,7 @@ class ChunkExplanation:
     metadata_confidence: float    # authority, freshness and position, 0..1
     query_similarity: float
     cluster: int                  # HDBSCAN label over this question's passages (-1: in no cluster)
-    flags: tuple[str, ...] = ()   # echo | tampered | disputed | inconsistent | outlier
+    flags: tuple[PassageFlag, ...] = ()
     note: str = ""
 
 
@@ -250,16 +269,31 @@ class Vote:
     label: ClaimLabel
 
 
+class ClaimOrigin(str, enum.Enum):
+    """Where a checked claim came from (engine.generation.claims)."""
+    DECLARED = "declared"    # the generator declared it, with its citations
+    SPLIT = "split"          # the engine split it out of the answer (checked against everything the generator cited)
+    ANSWER = "answer"        # an LLM's answer too short to split, checked whole
+
+
+class CheckReason(str, enum.Enum):
+    """What a claim check's verdict rests on: ClaimCheck.reason says it in words for people, this for code."""
+    JUDGED = "judged"                          # the verifiers judged it against the chunks it cites (see its label)
+    CITES_NOTHING = "cites_nothing"            # it cites no chunk
+    CITES_UNKNOWN = "cites_unknown"            # it cites chunks that are not in the safe context
+
+
 @dataclass(frozen=True)
 class ClaimCheck:
     claim: Claim
     supported: bool
     coverage: float                        # share of the claim's content words found in its cited chunks
-    reason: str = ""
+    reason: str = ""                       # for people
     label: ClaimLabel = ClaimLabel.NOT_ENOUGH
     score: float = 0.0                     # the verifiers' confidence in the label, 0..1
-    origin: str = "declared"               # declared by the generator, or split from its answer by the engine
+    origin: ClaimOrigin = ClaimOrigin.DECLARED
     votes: tuple[Vote, ...] = ()           # each verifier's label, for the reputation of verifiers
+    reason_kind: CheckReason = CheckReason.JUDGED   # the reason as vocabulary
 
 
 class ChallengeOutcome(str, enum.Enum):
@@ -319,32 +353,6 @@ class Citation:
 
 
 @dataclass(frozen=True)
-class Answer:
-    trace_id: str
-    question: str
-    tier: RiskTier
-    verdict: Verdict
-    answer: str
-    reason: str
-    citations: tuple[Citation, ...]
-    agents: tuple[AgentOutcome, ...]
-    context: tuple[ContextChunk, ...]
-    candidates: tuple[Candidate, ...]
-    timings_ms: Mapping[str, float]
-    asked_at: float
-    excluded: tuple[ContextChunk, ...] = ()          # passages secure retrieval kept out, with reasons
-    suspects: tuple[Suspect, ...] = ()               # retrievers reported, for the console and the reputation book
-    tier_reason: str = ""                            # which rule, default or operator choice set the tier
-    stages: tuple["StageResult", ...] = ()           # the trajectory: formulate, retrieve, reason, tool, synthesize
-    cascade: "CascadeOutcome | None" = None          # what the cascade monitor saw and did (None: not watched)
-    gateway: "GatewayReport | None" = None           # what the thought-virus gateway screened, blocked, escalated
-    participation: "Participation | None" = None     # how many agents took part, and whether a quorum held
-
-    def agents_ok(self, role: Role) -> int:
-        return sum(1 for a in self.agents if a.role is role and a.status is CallStatus.OK)
-
-
-@dataclass(frozen=True)
 class Event:
     """Something the engine did, for the console and the audit log."""
     kind: str
@@ -356,7 +364,9 @@ class Event:
 def to_jsonable(value: Any) -> Any:
     """Dataclasses, enums, tuples and mappings to plain JSON types."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # A field marked jsonable=False is working state (a stage's payload), not part of the record.
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.metadata.get("jsonable", True)}
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, Mapping):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import re
 import secrets
 import stat
 from collections import OrderedDict
@@ -41,7 +40,6 @@ MIN_KEY_BYTES = 32
 WINDOW_S = 300.0                       # a request's timestamp may be this far from the agent's clock
 UNSIGNED_PATHS = frozenset({"/health"})
 _VERSION = "v1"
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class AgentAuthError(AgentProtocolError):
@@ -138,12 +136,6 @@ def parse_key(text: str) -> bytes:
         raise ValueError(f"expected at least {MIN_KEY_BYTES} bytes ({2 * MIN_KEY_BYTES} hex digits), "
                          f"found {len(key)} bytes")
     return key
-
-
-def check_env_name(file: str, key: str, name: str) -> str:
-    if not _ENV_NAME.match(name):
-        raise ConfigError(file, key, f"expected an environment variable name, found {name!r}")
-    return name
 
 
 def load_key(file: str, where: str, spec: AgentSpec, environ=None) -> bytes:

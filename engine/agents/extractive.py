@@ -123,7 +123,7 @@ class ExtractiveGenerator:
     def answer_from(ranked: list[ScoredSentence], best: ScoredSentence, wanted: set[str],
                     context: tuple[Chunk, ...] = ()) -> Generation:
         """The answer `best` gives; with the context, a sentence that cannot stand alone brings its neighbour.
-        The first claim is always `best` (the liars of engine.evaluation.lies rewrite it)."""
+        The first claim is always `best` (the liars of bench.evaluation.lies rewrite it)."""
         chunk = next((c for c in context if c.id == best.chunk_id and best.text in c.text), None)
         pair = companion(best.text, chunk, wanted) if chunk is not None else None
         claims = [Claim(best.text, (best.chunk_id,))]

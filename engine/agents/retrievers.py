@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..corpus import Corpus
+from ..ingest.corpus import Corpus
 from ..text import content_words
 from ..verify.embedders import EMBEDDERS, CachedEmbedder
 

@@ -83,7 +83,7 @@ async def _serve(app, sock: socket.socket, tls_cert: str = "", tls_key: str = ""
 
 def main(argv: list[str] | None = None) -> int:
     from ..config import load_fleet
-    from ..corpus import load_corpus
+    from ..ingest.corpus import load_corpus
     from ..errors import QuorumError
     from ..types import LLM_BACKEND, Role
     from ..untrusted import quoted_log_handler

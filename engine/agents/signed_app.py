@@ -54,7 +54,7 @@ class SignedApp:
 
         refusal = self._refusal(scope, path, trace_id, nonce, timestamp, body, headers.get(SIGNATURE_HEADER), whole)
         if refusal:
-            status = 400 if refusal.startswith("request body over") else 401
+            status = 401 if whole else 400       # a body over the limit is a bad request; the rest, unauthorised
             content = json.dumps({"error": refusal}).encode()
             await reply(status, [(b"content-type", b"application/json"),
                                  (b"content-length", str(len(content)).encode())], content)

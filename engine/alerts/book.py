@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Callable, Iterable, Sequence, TypeVar
 
 from ..errors import InputError
-from ..memory.policy import row_id
-from ..reputation.events import AlertKind
+from ..ids import row_id
+from .kinds import AlertKind
 from ..store.db import Store
 from . import table
 from .row import AlertRow, NewAlert

@@ -20,7 +20,19 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..errors import InputError
-from ..reputation.events import AlertKind
+
+
+class AlertKind(str, enum.Enum):
+    """Every alert the engine raises. The reputation book raises the first four; the engine's alert rules
+    (engine.alerts.rules) raise the others from a decided answer. Labels and severities: KINDS below."""
+    AUTO_QUARANTINE = "auto_quarantine"
+    SCORE_DROP = "score_drop"              # more than score_drop_alert lost within one question
+    AGENT_DOWN = "agent_down"              # down_after_errors failed calls in a row
+    BEHAVIOUR_SHIFT = "behaviour_shift"
+    INJECTION_BLOCKED = "injection_blocked"    # the gateway blocked a message an agent carried
+    CASCADE_TRIGGERED = "cascade_triggered"    # the cascade monitor fired on a stage of a question
+    CONSENSUS_FAILED = "consensus_failed"      # no answer because the generators or retrievers did not agree
+    QUORUM_LOST = "quorum_lost"                # too few retrievers or generators answered (engine.participation)
 
 
 class Severity(str, enum.Enum):

@@ -1,7 +1,7 @@
 """An alert as stored (AlertRow) and as raised before it has an id (NewAlert).
 
-They live here, beside the kinds table, so the store can fill in a severity without importing the
-alert book; engine.store.trust re-exports both under their old names.
+They live here, beside the kinds table, so the reputation keeper (engine.reputation.keeper) can hand
+alerts to the store without importing the alert book.
 """
 from __future__ import annotations
 

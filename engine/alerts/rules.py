@@ -33,11 +33,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
+from ..cascade.types import Mitigation
 from ..config import GenerationSettings
 from ..gateway.report import GatewayFlag
 from ..participation import shortfall
-from ..reputation.events import AlertKind
-from ..types import Answer, CallStatus, Verdict
+from .kinds import AlertKind
+from ..types import CallStatus, Verdict
+from ..answer import Answer
 from .plain import plain
 from .row import NewAlert
 
@@ -104,7 +106,7 @@ def cascade_alerts(answer: Answer, at: float) -> tuple[NewAlert, ...]:
         (r.kind.value for r in answer.stages if r.index == cascade.stage), "")
     where = f"stage {cascade.stage + 1}" if cascade.stage is not None else "a stage"
     what = cascade.cascade_type.value.replace("_", " ") if cascade.cascade_type else "unclassified"
-    mitigation = cascade.mitigation.value if cascade.mitigation.value != "none" else "no mitigation"
+    mitigation = cascade.mitigation.value if cascade.mitigation is not Mitigation.NONE else "no mitigation"
     outcome = "resolved" if cascade.resolved else "not resolved, the answer was held for review"
     if cascade.resolved and cascade.review:
         outcome += ", sent to review"
@@ -140,7 +142,7 @@ def _retrievers_disagree(answer: Answer) -> str:
         return ""
     # A passage kept out with no anomaly flag was kept out for want of a quorum.
     flags = Counter(flag for c in answer.excluded
-                    for flag in ((c.explanation.flags if c.explanation else ()) or ("no quorum",)))
+                    for flag in [f.value for f in (c.explanation.flags if c.explanation else ())] or ["no quorum"])
     why = ", ".join(f"{n} {flag}" for flag, n in sorted(flags.items(), key=lambda kv: (-kv[1], kv[0])))
     suspects = ", ".join(plain(s.agent_id, 40) for s in answer.suspects)
     return (f"{answer.verdict.value}: the retrievers returned {len(answer.excluded)} passage(s) but none was "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import InputError
-from ..reputation.events import AlertKind
+from .kinds import AlertKind
 from .kinds import parse_kind
 
 if TYPE_CHECKING:

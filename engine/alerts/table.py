@@ -1,4 +1,4 @@
-"""The alerts and silences tables of the one SQLite file (migrations 3 and 7 of engine.store.db).
+"""The alerts and silences tables of the one SQLite file (their schema steps: engine.alerts.migrations).
 
 Plain functions on the store's thread. Writes run inside the caller's transaction and append their
 audit event there, so an acknowledgement or a silence is never on disk without the event that says

@@ -12,20 +12,13 @@ The settings may pick another mitigation per type (`on_<type>` in [cascade]): "r
 from __future__ import annotations
 
 from ..stages.model import Intervention, InterventionKind, StageKind, StageResult, Trajectory
-from .types import CascadeType, Mitigation
-
-
-CHOICES: dict[CascadeType, tuple[str, ...]] = {
-    CascadeType.RETRIEVAL: ("auto", "rollback", "requery", "review"),
-    CascadeType.CONTEXT_POISONING: ("auto", "rollback", "requery", "review"),
-    CascadeType.INFERENCE: ("auto", "reverify", "rollback", "review"),
-    CascadeType.CONFIDENCE_INFLATION: ("auto", "gate", "review"),
-}
+from ..types import CascadeType
+from .types import Mitigation
 
 
 def plan(kind: CascadeType, result: StageResult, trajectory: Trajectory, *, passages: tuple[str, ...],
          calibrated: float, reason: str, choice: str = "auto") -> tuple[Mitigation, Intervention]:
-    """choice: one of CHOICES[kind]; "auto" is the mapping in this module's docstring."""
+    """choice: one of engine.settings.cascade.CHOICES[kind]; "auto" is the mapping in this module's docstring."""
     if choice == "review":
         return Mitigation.HUMAN_REVIEW, Intervention(InterventionKind.HALT, f"{reason}; sent to a person")
     if kind is CascadeType.CONFIDENCE_INFLATION:

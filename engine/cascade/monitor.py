@@ -9,7 +9,7 @@ from ..stages.model import Intervention, StageResult, Trajectory
 from ..stages.runner import RunOutcome
 from .mitigation import plan
 from .monitors import Monitors
-from .settings import CascadeSettings
+from ..settings.cascade import CascadeSettings
 from .statements import statements
 from .trigger import trigger
 from .types import CascadeOutcome, Mitigation, StageScore

@@ -22,7 +22,7 @@ from ..text import content_words, overlap, shorten
 from ..types import Claim, ClaimLabel
 from ..verify.alignment import conflicts, mid_sentence_capitals
 from ..verify.verifier import EvidenceVerifier, _word_order_similarity
-from .settings import CascadeSettings
+from ..settings.cascade import CascadeSettings
 from .statements import Statement, all_sentences, facts, hedges, source_sentence
 
 QUOTE = 90                 # characters of a statement quoted in a reason

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..stages.model import StageKind
-from .settings import PROFILES, CascadeSettings
-from .types import CascadeType
+from ..settings.cascade import PROFILES, CascadeSettings
+from ..types import CascadeType
 
 # Retrieval-side cascades start where passages enter; inference-side ones where the pipeline concludes.
 _POSSIBLE = {

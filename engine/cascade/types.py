@@ -1,17 +1,12 @@
-"""The cascade monitor's vocabulary: per-stage scores, the cascade type, the mitigation and its outcome."""
+"""The cascade monitor's vocabulary: per-stage scores, the mitigation and its outcome (the cascade type, which
+the settings name too, is engine.types.CascadeType)."""
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
 
 from ..stages.model import StageKind
-
-
-class CascadeType(str, enum.Enum):
-    RETRIEVAL = "retrieval"                      # a wrong passage at the top of what retrieval forwards
-    INFERENCE = "inference"                      # a wrong intermediate conclusion (bridge entity, sub-answer)
-    CONTEXT_POISONING = "context_poisoning"      # a near-copy of true evidence with one fact changed
-    CONFIDENCE_INFLATION = "confidence_inflation"   # confidence rising while support falls, hedges stripped
+from ..types import CascadeType
 
 
 class Mitigation(str, enum.Enum):

@@ -6,7 +6,7 @@ from typing import Callable
 from ..errors import ConfigError
 from .gateway import Gateway
 from .scanners.base import Scanner
-from .settings import KNOWN_SCANNERS, GatewaySettings
+from ..settings.gateway import KNOWN_SCANNERS, GatewaySettings
 
 
 def _invisible(embedder) -> Scanner:

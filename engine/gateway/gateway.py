@@ -20,7 +20,7 @@ from .decision import Action, Screening
 from .envelope import Envelope
 from .scanners.base import Channel, Finding, Scanner
 from .scanners.invisible import sanitise
-from .settings import GatewaySettings
+from ..settings.gateway import GatewaySettings
 
 COSTLY = frozenset({"seeds"})      # scanners that run only at or above settings.seeds_floor
 MEMO_SIZE = 4096                   # readings kept: retrievers return the same passages question after question

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Callable, Iterable, Mapping, Any
 
-from ..corpus import content_hash
+from ..text import content_hash
 from ..text import shorten
 from ..types import Chunk, Generation, TrustLevel
 from .decision import Action, Screening

@@ -16,7 +16,8 @@ from typing import Mapping
 
 from ..config import GenerationSettings
 from ..text import coverage
-from ..types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
+from ..types import (Candidate, CheckReason, Chunk, Claim, ClaimCheck, ClaimLabel, ClaimOrigin, ContextChunk, Generation,
+                     Verdict)
 from ..verify.dated import dated_conflict
 from ..verify.verifier import Judgement, Verifier
 from .claims import claims_to_check
@@ -31,14 +32,15 @@ class Decision:
     reason: str
 
 
-async def check_claim(claim: Claim, evidence: Mapping[str, Chunk], verifier: Verifier, origin: str = "declared",
-                      trace_id: str = "") -> ClaimCheck:
+async def check_claim(claim: Claim, evidence: Mapping[str, Chunk], verifier: Verifier,
+                      origin: ClaimOrigin = ClaimOrigin.DECLARED, trace_id: str = "") -> ClaimCheck:
     if not claim.citations:
-        return ClaimCheck(claim, False, 0.0, "cites nothing", ClaimLabel.NOT_ENOUGH, 1.0, origin)
+        return ClaimCheck(claim, False, 0.0, "cites nothing", ClaimLabel.NOT_ENOUGH, 1.0, origin,
+                          reason_kind=CheckReason.CITES_NOTHING)
     unknown = [c for c in claim.citations if c not in evidence]
     if unknown:
         return ClaimCheck(claim, False, 0.0, f"cites chunks not in the context: {', '.join(unknown)}",
-                          ClaimLabel.NOT_ENOUGH, 1.0, origin)
+                          ClaimLabel.NOT_ENOUGH, 1.0, origin, reason_kind=CheckReason.CITES_UNKNOWN)
     judgement = await verifier.judge(claim.text, [evidence[c] for c in claim.citations], trace_id)
     covered = coverage(claim.text, " ".join(evidence[c].text for c in claim.citations))
     return ClaimCheck(claim, judgement.label is ClaimLabel.SUPPORTED, round(covered, 3), judgement.reason,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..corpus import Corpus, Skipped, content_hash, embedding_texts, load_corpus
+from ..text import content_hash
+from .corpus import Corpus, Skipped, embedding_texts, load_corpus
 from .manifest import IndexRecord, next_record, read_record, write_record
 
 if TYPE_CHECKING:

@@ -53,18 +53,5 @@ def reason(value: Any, what: str) -> str:
     return text
 
 
-def row_id(value: Any, what: str) -> int:
-    """An entry or snapshot id as people type it ("12" or "#12")."""
-    if isinstance(value, bool):
-        raise InputError(f"{what} id {value!r} is not a number")
-    try:
-        number = int(str(value).strip().lstrip("#"))
-    except ValueError:
-        raise InputError(f"{what} id {value!r} is not a number") from None
-    if number <= 0:
-        raise InputError(f"{what} id {value!r} is not a positive number")
-    return number
-
-
 def own_namespace(actor: str, namespace: str) -> bool:
     return actor == namespace

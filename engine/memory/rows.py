@@ -1,4 +1,4 @@
-"""SQL columns of the memory tables (migration 4 in engine/store/db.py) and their frozen rows."""
+"""SQL columns of the memory tables (migration 4 in engine/memory/migrations.py) and their frozen rows."""
 from __future__ import annotations
 
 from typing import Any, Sequence

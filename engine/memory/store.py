@@ -18,6 +18,7 @@ from ..errors import InputError, QuorumError
 from ..gateway.decision import Action, Screening
 from ..gateway.envelope import Envelope, MessageKind
 from ..gateway.scanners.invisible import printable
+from ..ids import row_id
 from ..store.db import Store
 from ..types import TrustLevel
 from . import policy, rows
@@ -159,7 +160,7 @@ class MemoryStore:
         return entry
 
     async def get(self, entry_id: int | str) -> MemoryEntry | None:
-        return await self._store.call(self._get, policy.row_id(entry_id, "memory entry"))
+        return await self._store.call(self._get, row_id(entry_id, "memory entry"))
 
     async def entries(self, namespace: str | None = None, include_inactive: bool = False) -> tuple[MemoryEntry, ...]:
         """A namespace's entries (None: every namespace): the active ones, or every version."""
@@ -185,7 +186,7 @@ class MemoryStore:
 
     async def spread(self, entry_id: int | str) -> Spread:
         """Who read this entry, in which traces, and what those readers wrote later in the same traces."""
-        return await self._store.call(self._spread, policy.row_id(entry_id, "memory entry"))
+        return await self._store.call(self._spread, row_id(entry_id, "memory entry"))
 
     def _spread(self, entry_id: int) -> Spread:
         entry = self._must_get(entry_id)
@@ -278,7 +279,7 @@ class MemoryStore:
     async def rollback_to_snapshot(self, snapshot_id: int | str, by: str, reason: str) -> RollbackResult:
         """Rolls the snapshot's namespace back to it: later entries become rolled_back, and each key's
         newest remaining version in play is active again. No other namespace changes."""
-        snapshot_id = policy.row_id(snapshot_id, "memory snapshot")
+        snapshot_id = row_id(snapshot_id, "memory snapshot")
         by, reason = policy.name(by, "who rolls back"), policy.reason(reason, "roll memory back")
 
         def txn() -> RollbackResult:
@@ -329,7 +330,7 @@ class MemoryStore:
     async def quarantine(self, entry_id: int | str, by: str, reason: str) -> StatusChange:
         """Takes an entry out of memory (never read again until released); if it was the active version,
         the key's newest remaining version in play becomes active."""
-        entry_id = policy.row_id(entry_id, "memory entry")
+        entry_id = row_id(entry_id, "memory entry")
         by, reason = policy.name(by, "who quarantines"), policy.reason(reason, "quarantine a memory entry")
 
         def txn() -> StatusChange:
@@ -346,7 +347,7 @@ class MemoryStore:
 
     async def release(self, entry_id: int | str, by: str, reason: str) -> StatusChange:
         """Puts a quarantined entry back in play; it is active again if it is its key's newest version."""
-        entry_id = policy.row_id(entry_id, "memory entry")
+        entry_id = row_id(entry_id, "memory entry")
         by, reason = policy.name(by, "who releases"), policy.reason(reason, "release a memory entry")
 
         def txn() -> StatusChange:

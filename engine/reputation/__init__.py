@@ -40,21 +40,28 @@ Time, behaviour, states
     Observation, EvidenceReason           what the pipeline reports (GOOD_REASONS / BAD_REASONS, is_good)
     ReputationSettings                    every threshold, with what it trades
     events: ReputationChanged, ChangeRejected, AgentQuarantined, AgentReleased, ProbationEnded, BehaviourShift,
-            AlertRaised (AlertKind), as_audit_event
+            AlertRaised (its kind: engine.alerts.kinds.AlertKind), as_audit_event
+
+Where the book meets the engine (imported by their module paths, not from here: they need the store)
+    keeper      ReputationKeeper: feeds the book every decided answer and operator decision, saves what it did
+                (ReputationUpdate) with its audit events
+    store       ReputationTables: the standing and the score history (the trust and trust_history tables)
+    migrations  their schema step (version 3 of the one SQLite file)
+    The command line is engine.cli.reputation; the settings are engine.settings.reputation.
 """
 from .baseline import BehaviourBaseline, BehaviourMetric, BehaviourSample, Shift
 from .book import AUTOMATIC, ReputationBook
 from .committee import Confirmation, committee, confirm
-from .events import (EVENT_TYPES, AgentQuarantined, AgentReleased, AlertKind, AlertRaised, BehaviourShift,
-                     ChangeRejected, ProbationEnded, ReputationChanged, ReputationEvent, as_audit_event)
+from .events import (EVENT_TYPES, AgentQuarantined, AgentReleased, AlertRaised, BehaviourShift, ChangeRejected,
+                     ProbationEnded, ReputationChanged, ReputationEvent, as_audit_event)
 from .evidence import BAD_REASONS, GOOD_REASONS, EvidenceReason, Observation, is_good
-from .records import ROW_KEYS, AgentTrust, TrustState
-from .settings import ReputationSettings
+from .records import ROW_KEYS, AgentStanding, StandingState
+from ..settings.reputation import ReputationSettings
 
 __all__ = [
     "ReputationBook", "ReputationSettings", "Observation", "EvidenceReason", "GOOD_REASONS", "BAD_REASONS", "is_good",
-    "AgentTrust", "TrustState", "ROW_KEYS", "AUTOMATIC",
+    "AgentStanding", "StandingState", "ROW_KEYS", "AUTOMATIC",
     "ReputationEvent", "ReputationChanged", "ChangeRejected", "AgentQuarantined", "AgentReleased", "ProbationEnded",
-    "BehaviourShift", "AlertRaised", "AlertKind", "EVENT_TYPES", "as_audit_event",
+    "BehaviourShift", "AlertRaised", "EVENT_TYPES", "as_audit_event",
     "BehaviourBaseline", "BehaviourMetric", "BehaviourSample", "Shift", "committee", "confirm", "Confirmation",
 ]

@@ -23,7 +23,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ..types import Answer, CallStatus, ChallengeOutcome, ClaimLabel, RiskTier, Role, SuspectReason, Verdict
+from ..types import CallStatus, ChallengeOutcome, CheckReason, ClaimLabel, RiskTier, Role, SuspectReason, Verdict
+from ..answer import Answer
+from ..stages.model import StageKind
 from .evidence import EvidenceReason, Observation, is_good
 
 LOCAL_VERIFIER = "evidence-check"      # the name the engine's own EvidenceVerifier votes under
@@ -85,7 +87,7 @@ def _cascade(answer: Answer, ledger: _Ledger) -> None:
     if answer.cascade is None or not answer.cascade.fired:
         return
     generators = {o.agent_id for o in answer.agents if o.role is Role.GENERATOR and o.status is CallStatus.OK}
-    blamed = {agent for score in answer.cascade.scores if score.fired and score.stage.value == "synthesize"
+    blamed = {agent for score in answer.cascade.scores if score.fired and score.stage is StageKind.SYNTHESIZE
               for agent in score.suspect_agents if agent in generators}
     for agent in sorted(blamed):
         ledger.add(agent, Role.GENERATOR, EvidenceReason.CASCADE_SOURCE, engine_checked=True, witnesses=frozenset())
@@ -136,7 +138,7 @@ def _generation(answer: Answer, ledger: _Ledger) -> None:
                 refuters = {v.verifier for v in check.votes if v.label is ClaimLabel.REFUTED}
                 ledger.add(agent, Role.GENERATOR, EvidenceReason.CLAIM_REFUTED,
                            engine_checked=LOCAL_VERIFIER in refuters or not check.votes, witnesses=refuters)
-            elif check.reason.startswith("cites chunks not in the context"):
+            elif check.reason_kind is CheckReason.CITES_UNKNOWN:
                 ledger.add(agent, Role.GENERATOR, EvidenceReason.CITED_UNKNOWN, engine_checked=True)
         if candidate.challenge_outcome in (ChallengeOutcome.QUOTE_NOT_CITED, ChallengeOutcome.QUOTE_DOES_NOT_BACK):
             ledger.add(agent, Role.GENERATOR, EvidenceReason.CHALLENGE_FAILED, engine_checked=True)

@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
-from .settings import ReputationSettings
+from ..settings.reputation import ReputationSettings
 
 MAD_TO_SD = 1.4826     # MAD of a normal distribution times this is its standard deviation
 REARM = 0.5            # "back to usual" is within half the shift threshold, so noise near it is not a new shift

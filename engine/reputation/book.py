@@ -14,12 +14,13 @@ from ..errors import InputError
 from ..types import RiskTier, Role
 from .baseline import BehaviourBaseline, BehaviourSample
 from .committee import committee, confirm
-from .events import (AgentQuarantined, AgentReleased, AlertKind, AlertRaised, BehaviourShift, ChangeRejected,
-                     ProbationEnded, ReputationChanged, ReputationEvent)
+from .events import (AgentQuarantined, AgentReleased, AlertRaised, BehaviourShift, ChangeRejected, ProbationEnded,
+                     ReputationChanged, ReputationEvent)
+from ..alerts.kinds import AlertKind
 from .evidence import EvidenceReason, Observation
-from .records import ROW_KEYS, AgentTrust, TrustState
+from .records import ROW_KEYS, AgentStanding, StandingState
 from .scale import decayed, logit, sigmoid
-from .settings import ReputationSettings
+from ..settings.reputation import ReputationSettings
 
 AUTOMATIC = "reputation"      # the actor named on automatic quarantines
 VISIBLE = 0.0005              # a score move smaller than this does not show at three decimals
@@ -31,7 +32,7 @@ class _Agent:
     agent_id: str
     role: Role
     log_odds: float
-    state: TrustState
+    state: StandingState
     first_seen: float
     last_change_at: float     # log_odds is exact as of this time; decay since then is still pending
     last_change_why: str
@@ -45,8 +46,8 @@ class _Agent:
     def score(self) -> float:
         return sigmoid(self.log_odds)
 
-    def trust(self) -> AgentTrust:
-        return AgentTrust(self.agent_id, self.role, self.score, self.state, self.first_seen, self.last_change_at,
+    def trust(self) -> AgentStanding:
+        return AgentStanding(self.agent_id, self.role, self.score, self.state, self.first_seen, self.last_change_at,
                           self.last_change_why, self.good_streak)
 
 
@@ -62,7 +63,7 @@ class ReputationBook:
 
     # ----- agents -------------------------------------------------------------------------------------------
 
-    def register(self, agent_id: str, role: Role, first_seen: float | None = None) -> AgentTrust:
+    def register(self, agent_id: str, role: Role, first_seen: float | None = None) -> AgentStanding:
         """Adds an agent at the start score; registering a known agent again keeps its record (restarts)."""
         if not str(agent_id or "").strip():
             raise InputError("an agent needs a non-empty id to be registered")
@@ -72,25 +73,25 @@ class ReputationBook:
                 raise InputError(f"agent {agent_id} is registered as a {known.role.value}, not a {role.value}")
             return known.trust()
         at = self._clock() if first_seen is None else first_seen
-        self._agents[agent_id] = _Agent(agent_id, role, self._s.l0, TrustState.ACTIVE, at, at, "registered")
+        self._agents[agent_id] = _Agent(agent_id, role, self._s.l0, StandingState.ACTIVE, at, at, "registered")
         return self._agents[agent_id].trust()
 
     def __contains__(self, agent_id: object) -> bool:
         return agent_id in self._agents
 
-    def record(self, agent_id: str) -> AgentTrust:
+    def record(self, agent_id: str) -> AgentStanding:
         return self._get(agent_id).trust()
 
-    def all(self) -> tuple[AgentTrust, ...]:
+    def all(self) -> tuple[AgentStanding, ...]:
         """Every agent, longest-standing first."""
         return tuple(a.trust() for a in sorted(self._agents.values(), key=lambda a: (a.first_seen, a.agent_id)))
 
     def weight(self, agent_id: str) -> float:
         """Vote weight: nothing when quarantined, at most probation_weight on probation, else the score."""
         a = self._get(agent_id)
-        if a.state is TrustState.QUARANTINED:
+        if a.state is StandingState.QUARANTINED:
             return 0.0
-        if a.state is TrustState.PROBATION:
+        if a.state is StandingState.PROBATION:
             return min(a.score, self._s.probation_weight)
         return a.score
 
@@ -101,9 +102,9 @@ class ReputationBook:
     def eligible(self, agent_id: str, tier: RiskTier) -> tuple[bool, str]:
         """May this agent work on a question of this tier, and why (or why not)."""
         a = self._get(agent_id)
-        if a.state is TrustState.QUARANTINED:
+        if a.state is StandingState.QUARANTINED:
             return False, f"quarantined ({a.last_change_why})"
-        if a.state is TrustState.PROBATION and tier is not RiskTier.LOW:
+        if a.state is StandingState.PROBATION and tier is not RiskTier.LOW:
             return False, f"on probation: low-risk work only ({a.good_streak} of {self._s.probation_questions} " \
                           f"good questions so far)"
         if tier is RiskTier.HIGH and a.score < self._s.high_tier_floor:
@@ -175,11 +176,11 @@ class ReputationBook:
         a = self._get(agent_id)
         reason = _required(reason, f"a reason is needed to quarantine {agent_id}")
         actor = _required(actor, f"an actor (who quarantines {agent_id}) is needed")
-        if a.state is TrustState.QUARANTINED:
+        if a.state is StandingState.QUARANTINED:
             raise InputError(f"{agent_id} is already quarantined ({a.last_change_why})")
         now = self._clock()
         events = self._settle(a, now, trace_id)
-        a.state, a.good_streak = TrustState.QUARANTINED, 0
+        a.state, a.good_streak = StandingState.QUARANTINED, 0
         a.last_change_at, a.last_change_why = now, f"quarantined by {actor}: {reason}"
         events.append(AgentQuarantined(agent_id, a.score, reason, actor, trace_id, now, automatic=False))
         return events
@@ -189,14 +190,14 @@ class ReputationBook:
         a = self._get(agent_id)
         reason = _required(reason, f"a reason is needed to release {agent_id}")
         actor = _required(actor, f"an actor (who releases {agent_id}) is needed")
-        if a.state is not TrustState.QUARANTINED:
+        if a.state is not StandingState.QUARANTINED:
             raise InputError(f"{agent_id} is not quarantined (it is {a.state.value}); only a quarantined agent "
                              f"can be released")
         now = self._clock()
         events = self._settle(a, now, trace_id)
         old = a.score
         a.log_odds = max(a.log_odds, logit(self._s.probation_start))
-        a.state, a.good_streak = TrustState.PROBATION, 0
+        a.state, a.good_streak = StandingState.PROBATION, 0
         a.last_change_at = now
         a.last_change_why = f"released by {actor}: {reason}; on probation at {a.score:.2f}"
         events.append(AgentReleased(agent_id, reason, actor, trace_id, now))
@@ -223,7 +224,7 @@ class ReputationBook:
                 raise InputError(f"reputation row {i} is missing {', '.join(missing)}")
             try:
                 a = _Agent(str(row["agent_id"]), Role(row["role"]), self._clamp(float(row["log_odds"])),
-                           TrustState(row["state"]), float(row["first_seen"]), float(row["last_change_at"]),
+                           StandingState(row["state"]), float(row["first_seen"]), float(row["last_change_at"]),
                            str(row["last_change_why"]), int(row["good_streak"]))
             except (TypeError, ValueError) as exc:
                 raise InputError(f"reputation row {i} ({row.get('agent_id')}): {exc}") from None
@@ -298,9 +299,9 @@ class ReputationBook:
                                                            confirmed_by, why)]
         _, before, alerted = a.question
         drop = before - a.score
-        if a.state is not TrustState.QUARANTINED and a.score < self._s.quarantine_floor:
+        if a.state is not StandingState.QUARANTINED and a.score < self._s.quarantine_floor:
             reason = f"score {a.score:.2f} fell below the quarantine floor {self._s.quarantine_floor:.2f}"
-            a.state, a.good_streak = TrustState.QUARANTINED, 0
+            a.state, a.good_streak = StandingState.QUARANTINED, 0
             a.last_change_why = f"quarantined automatically: {reason}"
             a.question = (trace_id, before, True)     # the quarantine alert says it all
             events.append(AgentQuarantined(a.agent_id, a.score, reason, AUTOMATIC, trace_id, now, automatic=True))
@@ -312,9 +313,9 @@ class ReputationBook:
             events.append(AlertRaised(AlertKind.SCORE_DROP, a.agent_id,
                                       f"{a.agent_id} lost {drop:.2f} on one question ({before:.2f} to {a.score:.2f})",
                                       trace_id, now))
-        elif (a.state is TrustState.PROBATION and a.good_streak >= self._s.probation_questions
+        elif (a.state is StandingState.PROBATION and a.good_streak >= self._s.probation_questions
               and a.log_odds >= self._s.l0 - _EPS):
-            a.state = TrustState.ACTIVE
+            a.state = StandingState.ACTIVE
             a.last_change_why = f"probation ended after {a.good_streak} good questions in a row"
             events.append(ProbationEnded(a.agent_id, a.score, trace_id, now))
         return events

@@ -14,8 +14,8 @@ from typing import Iterable
 
 from ..types import Role
 from .evidence import Observation
-from .records import AgentTrust, TrustState
-from .settings import ReputationSettings
+from .records import AgentStanding, StandingState
+from ..settings.reputation import ReputationSettings
 
 MIN_MEMBERS = 3
 
@@ -27,11 +27,11 @@ class Confirmation:
     why: str
 
 
-def committee(agents: Iterable[AgentTrust], subject: str, settings: ReputationSettings,
+def committee(agents: Iterable[AgentStanding], subject: str, settings: ReputationSettings,
               role: Role | None = None) -> tuple[str, ...]:
     """role: draw members from the subject's peers only (retrievers judge retrieval evidence): only they
     can have witnessed it, since a witness is an agent whose own output on the question agrees."""
-    members = sorted((a for a in agents if a.agent_id != subject and a.state is TrustState.ACTIVE
+    members = sorted((a for a in agents if a.agent_id != subject and a.state is StandingState.ACTIVE
                       and a.score >= settings.committee_floor and (role is None or a.role is role)),
                      key=lambda a: (a.first_seen, a.agent_id))
     return tuple(a.agent_id for a in members[:settings.committee_size])

@@ -7,18 +7,18 @@ from dataclasses import dataclass
 from ..types import Role
 
 
-class TrustState(str, enum.Enum):
+class StandingState(str, enum.Enum):
     ACTIVE = "active"
     PROBATION = "probation"        # released from quarantine: low-risk work, a capped vote, until it earns its way back
     QUARANTINED = "quarantined"    # no work at all
 
 
 @dataclass(frozen=True)
-class AgentTrust:
+class AgentStanding:
     agent_id: str
     role: Role
     score: float
-    state: TrustState
+    state: StandingState
     first_seen: float              # seniority: the committee is drawn from the longest-standing agents
     last_change_at: float
     last_change_why: str

@@ -21,9 +21,9 @@ from typing import Mapping
 import numpy as np
 
 from ..config import RetrievalSettings
-from ..corpus import content_hash
+from ..text import content_hash
 from ..text import content_words, overlap
-from ..types import Chunk, ChunkExplanation, ContextChunk, Suspect, SuspectReason
+from ..types import Chunk, ChunkExplanation, ContextChunk, PassageFlag, RetrievalMode, Suspect, SuspectReason
 from ..verify.alignment import conflicts
 from ..verify.sentences import answer_words, best_sentence
 from .anomaly import (LOOKALIKE_BAND, EchoVerdict, density_labels, edited_copies, judge_echo,
@@ -32,9 +32,8 @@ from .clean import Dropped, clean
 from .consensus import agent_agreement, vote_weights
 from .features import Passage, internally_consistent, metadata_confidence
 
-FULL, OPTIMISTIC, STRICT = "full", "optimistic", "strict"
-EXCLUDING_FLAGS = ("echo", "tampered", "disputed")          # an agent returning these is reported
-ANOMALY_FLAGS = frozenset(EXCLUDING_FLAGS + ("outlier",))    # a passage with any of these never enters the context
+EXCLUDING_FLAGS = frozenset({PassageFlag.ECHO, PassageFlag.TAMPERED, PassageFlag.DISPUTED})  # its retriever is reported
+ANOMALY_FLAGS = EXCLUDING_FLAGS | {PassageFlag.OUTLIER}    # a passage with any of these never enters the context
 MAINSTREAM = 3       # a near-duplicate group this many times echo_min_size, half of all retrieved, is the mainstream
 OFF_TOPIC = 0.15     # rescaled query similarity below which a lone passage is off the question's topic
 
@@ -59,7 +58,7 @@ class RetrievalResult:
     suspects: tuple[Suspect, ...]
     positions: tuple[Position, ...]
     agreement: Mapping[str, float]
-    mode: str
+    mode: RetrievalMode
     fallback: bool
     abstain_reason: str = ""      # set when the evidence conflicts and the defence cannot tell which side is true
     timings_ms: Mapping[str, float] = field(default_factory=dict)
@@ -68,7 +67,7 @@ class RetrievalResult:
 @dataclass
 class _Marks:
     """What the anomaly pass found, per passage index."""
-    flags: list[set[str]]
+    flags: list[set[PassageFlag]]
     notes: list[str]
     redundant: set[int] = field(default_factory=set)      # an echo's extra copies: one voice is enough
     edited_from: dict[int, int] = field(default_factory=dict)   # a tampered copy -> the original it departs from
@@ -105,8 +104,9 @@ class SecureRetrieval:
 
     def run(self, question: str, replies: Mapping[str, tuple[Chunk, ...]], *,
             reputations: Mapping[str, float] | None = None, kinds: Mapping[str, str] | None = None,
-            mode: str = FULL) -> RetrievalResult:
+            mode: RetrievalMode = RetrievalMode.FULL) -> RetrievalResult:
         s, timings = self.settings, {}
+        mode = RetrievalMode(mode)       # a caller's "strict" is the mode too
         started = time.perf_counter()
         reputations, kinds = dict(reputations or {}), dict(kinds or {})
         dropped: list[Dropped] = []
@@ -117,7 +117,7 @@ class SecureRetrieval:
 
         started = time.perf_counter()
         vectors = query_vec = None
-        if mode in (FULL, STRICT) and passages and self.embedder is not None:
+        if mode in (RetrievalMode.FULL, RetrievalMode.STRICT) and passages and self.embedder is not None:
             vectors = np.asarray(self.embedder.embed_passages([p.chunk.text for p in passages]), dtype=np.float32)
             query_vec = self._question_vector(question)
         timings["embed"] = _ms(started)
@@ -133,18 +133,18 @@ class SecureRetrieval:
         marks = _Marks([set() for _ in passages], ["" for _ in passages])
         for i, p in enumerate(passages):
             if p.key in disputed_keys:
-                marks.flags[i].add("disputed")
+                marks.flags[i].add(PassageFlag.DISPUTED)
                 marks.notes[i] = ("another text under the same id has as much support, and nothing settles which "
                                   "is true" if p.key in tied_keys else
                                   "another text under the same id has more support, or states what other "
                                   "passages state")
             if not internally_consistent(p.chunk.text):
-                marks.flags[i].add("inconsistent")
+                marks.flags[i].add(PassageFlag.INCONSISTENT)
         labels = np.full(len(passages), -1)
         if vectors is not None:
             labels = density_labels(vectors, s.min_cluster_size)
             self._vector_anomalies(question, passages, vectors, query_vec, shares, below, marks,
-                                   lone_mirrors=mode == STRICT)
+                                   lone_mirrors=mode is RetrievalMode.STRICT)
         timings["anomaly"] = _ms(started)
 
         started = time.perf_counter()
@@ -154,7 +154,7 @@ class SecureRetrieval:
             sim = float(vectors[i] @ query_vec) if vectors is not None else 0.0
             lone = vectors is not None and labels[i] == -1
             if lone and below[i] and (sim - floor) / (1.0 - floor) < OFF_TOPIC:
-                marks.flags[i].add("outlier")
+                marks.flags[i].add(PassageFlag.OUTLIER)
                 marks.notes[i] = marks.notes[i] or "in no cluster, off the question's topic, and returned by too few retrievers"
             if not marks.notes[i] and below[i]:
                 marks.notes[i] = (f"below quorum: returned by {len(p.agents)} of {len(agents)} retrievers "
@@ -166,7 +166,7 @@ class SecureRetrieval:
             # Density is no evidence either way here: genuine passages on different entities are often
             # in no cluster; only together with low support and an off-topic text does it mark an outlier.
             evidence = (0.6 + 0.4 * meta) * (1.0 if len(agent_kinds) >= 2 else 0.8)
-            if "inconsistent" in marks.flags[i]:
+            if PassageFlag.INCONSISTENT in marks.flags[i]:
                 evidence *= 0.5
             explanation = ChunkExplanation(
                 votes=round(votes, 5), support_share=round(shares[i], 3), kinds=agent_kinds,
@@ -229,11 +229,11 @@ class SecureRetrieval:
         to_question = (vectors @ query_vec - floor) / (1.0 - floor)
         chunks = [p.chunk for p in passages]
         for low, high in edited_copies(chunks, similarity, shares, s.tamper_similarity, below).items():
-            marks.flags[low].add("tampered")
+            marks.flags[low].add(PassageFlag.TAMPERED)
             marks.edited_from[low] = high
             marks.notes[low] = f"a near-copy of [{chunks[high].id}] with different numbers, names or polarity"
         # Edited and disputed copies are not independent voices: they never make up an echo.
-        independent = np.array([not (f & {"tampered", "disputed"}) for f in marks.flags])
+        independent = np.array([not (f & {PassageFlag.TAMPERED, PassageFlag.DISPUTED}) for f in marks.flags])
         groups = near_duplicate_groups(np.where(np.outer(independent, independent), similarity, 0.0),
                                        s.echo_similarity, s.echo_min_size)
         claimed: set[int] = set()
@@ -268,7 +268,7 @@ class SecureRetrieval:
                     marks.unanswered = (f"the only passages that answer the question are {verdict.reason}: "
                                         f"'{verdict.cluster_answer[:160]}'")
                 for i in group + copies:
-                    marks.flags[i].add("echo")
+                    marks.flags[i].add(PassageFlag.ECHO)
                     marks.notes[i] = f"one of {verdict.reason}" if i in members else \
                         f"a looser copy of an echo: {verdict.reason}"
                 claimed.update(group + copies)
@@ -311,7 +311,7 @@ class SecureRetrieval:
             verdict = judge_echo(question, [chunks[i]], others, minority=shares[i] < 0.5,
                                  corroboration=s.mirror_corroboration)
             if verdict.keep_out:
-                marks.flags[i].add("echo")
+                marks.flags[i].add(PassageFlag.ECHO)
                 marks.notes[i] = f"{verdict.reason}, mirroring the question more closely than any independent passage"
                 # The rest of the context may not answer at all: rather than answer from it, abstain and
                 # show the kept-out position (strict mode is for answers an operator reviews anyway).
@@ -377,16 +377,16 @@ class SecureRetrieval:
         bad_by_agent: dict[str, list[tuple[int, set[str]]]] = defaultdict(list)
         witnesses_of: dict[str, set[str]] = defaultdict(set)
         for i, p in enumerate(passages):
-            reasons = marks.flags[i] & set(EXCLUDING_FLAGS)
+            reasons = marks.flags[i] & EXCLUDING_FLAGS
             if p.key in tied_keys:
-                reasons -= {"disputed"}
+                reasons -= {PassageFlag.DISPUTED}
             # A poisoned corpus makes honest agents return anomalies too: only a minority's anomaly counts.
             if not reasons or len(p.agents) * 2 >= len(cleaned):
                 continue
             seen = set()
-            if "disputed" in reasons:
+            if PassageFlag.DISPUTED in reasons:
                 seen |= set(id_disputes.get((p.chunk.id, p.key), ()))
-            if "tampered" in reasons and i in marks.edited_from:
+            if PassageFlag.TAMPERED in reasons and i in marks.edited_from:
                 seen |= set(passages[marks.edited_from[i]].agents)
             for agent, rank in p.returned_by:
                 bad_by_agent[agent].append((rank, reasons))
@@ -397,7 +397,7 @@ class SecureRetrieval:
                 flags = set().union(*(reasons for _, reasons in bad))
                 kinds = ", ".join(sorted(flags))
                 suspects.append(Suspect(agent, f"{len(bad)} of its {len(cleaned[agent])} passages kept out ({kinds})",
-                                        tuple(SuspectReason(f) for f in sorted(flags)),
+                                        tuple(SuspectReason(f.value) for f in sorted(flags)),
                                         tuple(sorted(witnesses_of[agent]))))
         return tuple(suspects)
 

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from ..reputation.answer_evidence import LOCAL_VERIFIER, DecidedAnswer
 from ..text import content_words, jaccard, sentences
+from ..types import ChallengeOutcome
 
 Payload = Mapping[str, Any]
 
@@ -96,13 +97,21 @@ class AgentSummary:
     suspect: str = ""           # retriever: why secure retrieval reported it ("" when it did not)
     gave_answer: bool = False   # generator: its answer is the one given
     support_rate: float | None = None   # generator: share of its claims its evidence supports (None: no answer)
-    challenge: str = ""         # generator: what asking it to show its evidence came to
+    challenge: str = ""         # generator: what asking it to show its evidence came to, for people
+    challenge_outcome: ChallengeOutcome | None = None   # ... as vocabulary (None: not challenged, or unreadable)
     votes: int = 0              # verifier: claims it labelled
     decision_counts: bool = False   # an operator's approval credits it, a rejection debits it
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _challenge_outcome(value: Any) -> ChallengeOutcome | None:
+    try:
+        return ChallengeOutcome(value) if isinstance(value, str) else None
+    except ValueError:      # a value some other version wrote
+        return None
 
 
 def _list(value: Any) -> list:
@@ -260,7 +269,9 @@ def agents_from_payload(payload: Payload) -> tuple[AgentSummary, ...]:
             passages_kept=kept.get(agent, 0), suspect=suspects.get(agent, ""),
             gave_answer=bool(given) and answer == given,
             support_rate=_float(cand.get("support_rate")) if cand else None,
-            challenge=str(cand.get("challenge") or "") if cand else "", votes=votes.get(agent, 0),
+            challenge=str(cand.get("challenge") or "") if cand else "",
+            challenge_outcome=_challenge_outcome(cand.get("challenge_outcome")) if cand else None,
+            votes=votes.get(agent, 0),
             decision_counts=agent in counts))
     for verifier, n in votes.items():
         if verifier and verifier not in seen and verifier != LOCAL_VERIFIER:     # not the engine's own check

@@ -6,7 +6,8 @@ place; the reason lists are fixed so decisions can be counted and compared in th
 from __future__ import annotations
 
 from ..errors import InputError
-from ..types import Answer, RiskTier, Verdict
+from ..types import RiskTier, Verdict
+from ..answer import Answer
 
 OTHER = "other"
 APPROVE_REASONS: tuple[str, ...] = ("verified against the cited sources", "matches operator knowledge", OTHER)

@@ -14,7 +14,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
 from ..store.db import Store
-from ..types import Answer, RiskTier, Verdict, to_jsonable
+from ..types import RiskTier, Verdict, to_jsonable
+from ..answer import Answer
 from .payload import (AgentSummary, CandidateSummary, CascadeSummary, ClaimSummary, Position, agents_from_payload,
                       candidates_from_payload, cascade_from_payload, decided_agents, positions_of)
 from .policy import check_decision, check_operator
@@ -135,7 +136,7 @@ class ReviewQueue:
 
     def insert_in_transaction(self, answer: Answer, why: str) -> Callable[[], int]:
         """The enqueue write, to run inside a transaction the caller already holds (see
-        Store.record_answer): the answer and its queue item commit together."""
+        engine.record.record_answer): the answer and its queue item commit together."""
         if not why.strip():
             raise InputError(f"answer {answer.trace_id} cannot be queued without saying why it needs review")
         payload = json.dumps(to_jsonable(answer), ensure_ascii=False)

@@ -8,7 +8,7 @@ an earlier stage with some passages or agents excluded.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..types import Chunk, Claim
@@ -43,6 +43,22 @@ class Decomposition:
 
 
 @dataclass(frozen=True)
+class Timings:
+    """Milliseconds one stage spent on each part of its work (retrieve, gateway_passages, ...), in the order
+    the parts first ran."""
+    parts: tuple[tuple[str, float], ...] = ()
+
+    def plus(self, name: str, ms: float) -> "Timings":
+        """These timings with `ms` more spent on `name` (added to what it had)."""
+        spent = dict(self.parts)
+        spent[name] = spent.get(name, 0.0) + ms
+        return Timings(tuple(spent.items()))
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.parts)
+
+
+@dataclass(frozen=True)
 class StageResult:
     """What one stage did. Frozen: a re-run makes a new result, it never edits the old one."""
     kind: StageKind
@@ -60,6 +76,10 @@ class StageResult:
     elapsed_ms: float = 0.0
     note: str = ""
     attempt: int = 0                       # 0 first run; n the n-th re-run after a mitigation
+    # The stage's own working record (a frozen per-kind class, engine.question.payloads) and where its time
+    # went: what the answer is built from. Not part of the stored answer (to_jsonable leaves them out).
+    payload: object | None = field(default=None, metadata={"jsonable": False})
+    timings: Timings = field(default_factory=Timings, metadata={"jsonable": False})
 
 
 @dataclass(frozen=True)

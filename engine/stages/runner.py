@@ -49,6 +49,9 @@ class RunOutcome:
     trajectory: Trajectory
     interventions: tuple[tuple[int, Intervention], ...]   # (stage index, what an observer asked), in order
     halted: Intervention | None = None
+    # Every stage result in the order it ran, re-runs and rolled-back ones included (the trajectory keeps only
+    # the latest run of each stage): what a question spent on calls and time, beyond the stages that count.
+    ran: tuple[StageResult, ...] = ()
 
     @property
     def reruns(self) -> int:
@@ -75,6 +78,7 @@ class StageRunner:
                   exclusions: Exclusions = Exclusions()) -> RunOutcome:
         index, attempt = len(trajectory.stages), 0
         done: list[tuple[int, Intervention]] = []
+        ran: list[StageResult] = []
         while index < len(steps):
             started = time.perf_counter()
             self._progress(index, len(steps), attempt, None)
@@ -85,6 +89,7 @@ class StageRunner:
             if index in exclusions.caps and result.confidence > exclusions.caps[index]:
                 result = dataclasses.replace(result, confidence=exclusions.caps[index])
             trajectory = trajectory.with_stage(result)
+            ran.append(result)
             intervention = (await asyncio.to_thread(self._observe, trajectory, result) if self.offload
                             else self._observe(trajectory, result))
             if intervention is None:
@@ -92,11 +97,12 @@ class StageRunner:
                 continue
             done.append((index, intervention))
             if intervention.kind is InterventionKind.HALT:
-                return RunOutcome(trajectory, tuple(done), halted=intervention)
+                return RunOutcome(trajectory, tuple(done), halted=intervention, ran=tuple(ran))
             if intervention.kind is InterventionKind.GATE:
                 capped = min(result.confidence, intervention.confidence_cap)
                 exclusions = exclusions.merged(intervention, index)
-                trajectory = trajectory.upto(index).with_stage(dataclasses.replace(result, confidence=capped))
+                ran[-1] = dataclasses.replace(result, confidence=capped)
+                trajectory = trajectory.upto(index).with_stage(ran[-1])
                 index += 1
                 continue
             reruns = sum(1 for _, i in done if i.kind is InterventionKind.RERUN)
@@ -104,12 +110,12 @@ class StageRunner:
                 halt = Intervention(InterventionKind.HALT, f"the cascade survived {self.max_reruns} re-run(s): "
                                                            f"{intervention.reason}")
                 done.append((index, halt))
-                return RunOutcome(trajectory, tuple(done), halted=halt)
+                return RunOutcome(trajectory, tuple(done), halted=halt, ran=tuple(ran))
             target = min(intervention.from_index, index)
             exclusions = exclusions.merged(intervention, target)
             trajectory = trajectory.upto(target)
             index, attempt = target, attempt + 1
-        return RunOutcome(trajectory, tuple(done))
+        return RunOutcome(trajectory, tuple(done), ran=tuple(ran))
 
     def _observe(self, trajectory: Trajectory, result: StageResult) -> Intervention | None:
         """Every observer sees every boundary; the first intervention asked for wins."""

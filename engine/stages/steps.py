@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from .decompose import fill
-from .model import Decomposition, QuestionShape, StageKind, StageResult, Trajectory
+from .model import Decomposition, QuestionShape, StageKind, StageResult, Timings, Trajectory
 from .reasoning import conclude
 from .runner import Exclusions, Step
 from .tools import compare
@@ -29,6 +29,8 @@ class Fetched:
     candidates: tuple[Chunk, ...]         # everything any source returned
     agents: tuple[str, ...]
     note: str = ""
+    payload: object | None = None         # the fetcher's own record, carried on the stage result
+    timings: Timings = Timings()
 
 
 Fetch = Callable[[str, int, Exclusions], Awaitable[Fetched]]            # (query, stage index, exclusions)
@@ -68,7 +70,7 @@ def retrieve(hop: int, fetch: Fetch, *, single: bool = False) -> Step:
                            f"{len(got.forwarded)} passages: {titles}" if got.forwarded else "no passages",
                            evidence=got.forwarded, support=got.support, corroborated=got.corroborated,
                            candidates=got.candidates, confidence=round(upstream(t) * local, 3), agents=got.agents,
-                           note=got.note)
+                           note=got.note, payload=got.payload, timings=got.timings)
     return step
 
 

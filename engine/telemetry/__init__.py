@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from ..errors import ConfigError
-from .settings import TelemetrySettings, check_telemetry
+from ..settings.telemetry import TelemetrySettings, check_telemetry
 
 if TYPE_CHECKING:
     from .traces import QuestionTraces

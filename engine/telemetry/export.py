@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from ..errors import ConfigError
-from .settings import TelemetrySettings
+from ..settings.telemetry import TelemetrySettings
 
 log = logging.getLogger(__name__)
 PAUSE_S = 30.0

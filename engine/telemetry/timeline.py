@@ -18,9 +18,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
-from ..events import (AlertsRaised, CascadeResolved, CascadeScored, GatewayFlagged, QuestionAnswered,
-                      QuestionFailed, QuestionReceived, ReviewEnqueued, StageProgressed)
-from ..types import Answer, CallStatus, Event, Verdict
+from ..events import (AgentCalled, AgentsKeptOff, AlertsRaised, CascadeResolved, CascadeScored, GatewayFlagged,
+                      GeneratorChallenged, QuestionAnswered, QuestionFailed, QuestionReceived, ReviewEnqueued,
+                      StageProgressed, ToolCalled)
+from ..types import CallStatus, Verdict
+from ..answer import Answer
 
 AttrValue = Union[str, bool, int, float, tuple]
 ABANDONED = "abandoned"          # the error of a question whose events stopped (or the engine closed first)
@@ -103,9 +105,9 @@ class Timelines:
             CascadeResolved: self._resolved, GatewayFlagged: self._flagged, ReviewEnqueued: self._review,
             AlertsRaised: self._alerts, QuestionAnswered: self._answered, QuestionFailed: self._failed,
         }
-        self._generic: dict[str, Callable[[Timeline, Event], None]] = {
-            "agent.call": self._agent_call, "generation.challenge": self._challenge,
-            "tool.call": self._tool_call, "agents.kept_off": self._kept_off,
+        self._inside: dict[type, Callable[[Timeline, Any], None]] = {     # moments inside a question's spans
+            AgentCalled: self._agent_call, GeneratorChallenged: self._challenge,
+            ToolCalled: self._tool_call, AgentsKeptOff: self._kept_off,
         }
 
     def __len__(self) -> int:
@@ -114,13 +116,13 @@ class Timelines:
     def feed(self, event: object) -> list[Timeline]:
         """The timelines this event completes: its own question's, and any it shows to be abandoned."""
         done: list[Timeline] = []
-        handle = self._typed.get(type(event))
+        handle, inside = self._typed.get(type(event)), self._inside.get(type(event))
         if handle is not None:
             done = handle(event)
-        elif isinstance(event, Event) and event.kind in self._generic:
+        elif inside is not None:
             timeline = self._heard_of(event.trace_id, event.at)
             if timeline is not None:
-                self._generic[event.kind](timeline, event)
+                inside(timeline, event)
         at = getattr(event, "at", None)     # after: a question's own late event keeps it from the sweep
         return done + (self._sweep(at) if isinstance(at, (int, float)) else [])
 
@@ -237,29 +239,27 @@ class Timelines:
         timeline.attributes["error.type"] = event.error
         return [self._finish(event.trace_id, event.at, event.error)]
 
-    # --- generic trace events -----------------------------------------------------------------
-    def _agent_call(self, timeline: Timeline, event: Event) -> None:
-        outcome = event.payload["outcome"]
+    # --- the pipeline's trace events ---------------------------------------------------------
+    def _agent_call(self, timeline: Timeline, event: AgentCalled) -> None:
+        outcome = event.outcome
         call = AgentCall(outcome.agent_id, _value(outcome.role), _value(outcome.status), float(outcome.latency_ms),
                          int(outcome.n_items), event.at)
         running = timeline.running()
         (running.calls if running is not None else timeline.calls).append(call)
 
-    def _challenge(self, timeline: Timeline, event: Event) -> None:
+    def _challenge(self, timeline: Timeline, event: GeneratorChallenged) -> None:
         # detail is the generator's own quote: left out
         timeline.note(Note("quorum.challenge", event.at, {
-            "quorum.agent.id": str(event.payload.get("agent", "")),
-            "quorum.challenge.outcome": str(event.payload.get("outcome", ""))}))
+            "quorum.agent.id": str(event.agent), "quorum.challenge.outcome": _value(event.outcome)}))
 
-    def _tool_call(self, timeline: Timeline, event: Event) -> None:
+    def _tool_call(self, timeline: Timeline, event: ToolCalled) -> None:
         # the tool's name is what the agent asked for, and why may quote it: only who and the broker's status
         timeline.note(Note("quorum.tool_call", event.at, {
-            "quorum.agent.id": str(event.payload.get("agent", "")),
-            "quorum.tool.status": str(event.payload.get("status", ""))}))
+            "quorum.agent.id": str(event.agent), "quorum.tool.status": _value(event.status)}))
 
-    def _kept_off(self, timeline: Timeline, event: Event) -> None:
-        agents = tuple(str(agent) for agent, _why in event.payload.get("agents", ()))
-        timeline.note(Note("quorum.agents_kept_off", event.at, {"quorum.role": str(event.payload.get("role", "")),
+    def _kept_off(self, timeline: Timeline, event: AgentsKeptOff) -> None:
+        agents = tuple(str(agent) for agent, _why in event.agents)
+        timeline.note(Note("quorum.agents_kept_off", event.at, {"quorum.role": _value(event.role),
                                                                 "quorum.agents": agents}))
 
 

@@ -14,7 +14,7 @@ from typing import Callable
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
-from .settings import TelemetrySettings
+from ..settings.telemetry import TelemetrySettings
 from .spans import QuestionIds, emit_timeline
 from .timeline import Timelines
 

@@ -15,7 +15,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from ..corpus import content_hash
+from ..text import content_hash
 
 
 class Embedder(Protocol):

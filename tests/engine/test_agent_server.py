@@ -5,7 +5,7 @@ import pytest
 from engine.agents.extractive import ExtractiveGenerator
 from engine.agents.retrievers import BM25Retriever
 from engine.agents.server import MAX_REQUEST_BYTES, build_app
-from engine.corpus import load_corpus
+from engine.ingest.corpus import load_corpus
 from engine.types import AgentKind, AgentSpec, FaultKind, FaultProfile, Role
 
 from ..conftest import TEST_CORPUS

@@ -10,9 +10,10 @@ import pytest
 from engine.alerts import AlertRow, NewAlert, Severity, Silence, format_duration, matches, parse_duration
 from engine.alerts.book import AlertBook
 from engine.errors import InputError
-from engine.reputation.events import AlertKind
+from engine.alerts.kinds import AlertKind
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
-from engine.store.trust import TrustTables
+from engine.reputation.store import ReputationTables
 
 T0 = 1_000_000.0
 HOUR = 3600.0
@@ -33,7 +34,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def book(db_path, clock):
-    store = Store(db_path, clock=clock)
+    store = Store(db_path, MIGRATIONS, clock=clock)
     store.open_sync()
     yield AlertBook(store, clock)
     store.close_sync()
@@ -109,7 +110,7 @@ def test_bad_acknowledgements_are_refused_by_name(book, alert_id, by, comment, w
 
 
 def test_the_trust_tables_acknowledge_through_the_book(book):
-    tables = TrustTables(book.store)
+    tables = ReputationTables(book.store)
     alert = raise_(book, AlertKind.AUTO_QUARANTINE, "gen-liar")
     row = tables.acknowledge_sync(alert.id, "alice", "released after the fix")
     assert (row.acknowledged_by, row.ack_comment) == ("alice", "released after the fix")
@@ -240,7 +241,7 @@ def test_thirty_days_is_allowed(book):
 
 
 async def test_the_async_methods_run_on_the_store_thread(db_path, clock):
-    store = Store(db_path, clock=clock)
+    store = Store(db_path, MIGRATIONS, clock=clock)
     await store.open()
     book = AlertBook(store, clock)
     try:

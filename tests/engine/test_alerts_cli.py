@@ -13,7 +13,8 @@ import pytest
 import main
 from engine.alerts import NewAlert
 from engine.alerts.book import AlertBook
-from engine.reputation.events import AlertKind
+from engine.alerts.kinds import AlertKind
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ HOSTILE = "blocked \x1b[2J\x1b[31mred\x1b[0m \u202egnp.exe text\x07"
 
 @pytest.fixture
 def seeded(db_path) -> Path:
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     now = time.time()
     AlertBook(store).record_sync([
@@ -72,7 +73,7 @@ def test_list_ack_silence_and_unsilence(seeded, capsys):
     assert "muted" not in out.split("\n")[0] and "1 unacknowledged: 1 notify, 0 muted" in out
 
     # Every change is in the audit chain, with its comment.
-    store = Store(seeded)
+    store = Store(seeded, MIGRATIONS)
     store.open_sync()
     try:
         types = [r[0] for r in store.db.conn.execute("SELECT type FROM audit ORDER BY seq")]

@@ -14,7 +14,7 @@ from engine.errors import InputError
 from engine.events import AlertChanged, AlertsRaised, SilencesChanged
 from engine.gateway.decision import Action
 from engine.gateway.report import GatewayFlag, GatewayReport
-from engine.reputation.events import AlertKind
+from engine.alerts.kinds import AlertKind
 from engine.types import TrustLevel
 
 from ..console.answers import with_cascade

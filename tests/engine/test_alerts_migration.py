@@ -8,17 +8,18 @@ import pytest
 
 from engine.alerts import Severity, severity_of
 from engine.alerts.book import AlertBook
-from engine.reputation.events import AlertKind
-from engine.store.db import MIGRATIONS, Store
+from engine.alerts.kinds import AlertKind
+from engine.schema import MIGRATIONS
+from engine.store.db import Store
 
-ALERTS_MIGRATION = next(i for i, script in enumerate(MIGRATIONS, start=1) if "CREATE TABLE silences" in script)
+ALERTS_MIGRATION = next(m.version for m in MIGRATIONS if "CREATE TABLE silences" in m.script)
 
 
 def previous_version(path) -> None:
     """A file as the Quorum before the alerts migration left it."""
     conn = sqlite3.connect(path, isolation_level=None)
-    for number, script in enumerate(MIGRATIONS[:ALERTS_MIGRATION - 1], start=1):
-        conn.executescript(f"BEGIN; {script} PRAGMA user_version={number}; COMMIT;")
+    for m in MIGRATIONS[:ALERTS_MIGRATION - 1]:
+        conn.executescript(f"BEGIN; {m.script} PRAGMA user_version={m.version}; COMMIT;")
     rows = [(kind, f"gen-{i}", f"{kind} happened", f"t{i}", 100.0 + i) for i, kind in enumerate(
         ("auto_quarantine", "score_drop", "agent_down", "behaviour_shift"))]
     conn.executemany("INSERT INTO alerts (kind, agent_id, message, trace_id, at) VALUES (?, ?, ?, ?, ?)", rows)
@@ -36,7 +37,7 @@ def test_the_previous_schema_had_no_severity(db_path):
 
 def test_old_alerts_get_their_kinds_severity_and_keep_their_acknowledgement(db_path):
     previous_version(db_path)
-    store = Store(db_path, clock=lambda: 1000.0)
+    store = Store(db_path, MIGRATIONS, clock=lambda: 1000.0)
     store.open_sync()
     try:
         assert store.db.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
@@ -60,7 +61,7 @@ def test_old_alerts_get_their_kinds_severity_and_keep_their_acknowledgement(db_p
 
 
 def test_the_schema_refuses_a_silence_of_everything(db_path):
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     try:
         with pytest.raises(sqlite3.IntegrityError):

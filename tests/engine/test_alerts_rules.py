@@ -8,11 +8,12 @@ import pytest
 from engine.alerts import KINDS, Severity, label_of, parse_kind, severity_of
 from engine.alerts.plain import plain
 from engine.alerts.rules import (EXCERPT_CHARS, alerts_for, cascade_alerts, consensus_alerts, injection_alerts)
-from engine.cascade.types import CascadeOutcome, CascadeType, Mitigation
+from engine.cascade.types import CascadeOutcome, Mitigation
+from engine.types import CascadeType
 from engine.errors import InputError
 from engine.gateway.decision import Action
 from engine.gateway.report import GatewayFlag, GatewayReport
-from engine.reputation.events import AlertKind
+from engine.alerts.kinds import AlertKind
 from engine.stages.model import StageKind
 from engine.types import Candidate, Generation, TrustLevel, Verdict
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ def db(db_path):
     and whose payload carries a terminal escape sequence."""
     now = time.time()
     times = iter([now - 3 * 3600, now - 3 * 3600 + 1, now - 600, now - 300, now - 60])
-    store = Store(db_path, clock=lambda: next(times, time.time()))
+    store = Store(db_path, MIGRATIONS, clock=lambda: next(times, time.time()))
     store.open_sync()
     store.audit_sync("", "engine", "engine.started", {"agents": 3})
     store.audit_sync("a" * 32, "ret-a", "agent.retriever", {"status": "ok"})

@@ -12,6 +12,7 @@ from engine import InputError, StoreError
 from engine.store import audit_log as audit_log_module
 from engine.store.audit import canonical, event_hash
 from engine.store.audit_log import AuditFilter, AuditLog, ChainStatus
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 from engine.untrusted import csv_cell
 
@@ -39,7 +40,7 @@ class Clock:
 
 def make_store(path: Path, events=EVENTS, after=(5000.0,) * 10) -> Store:
     """A store whose events land at the given times; later writes (the export's event) at `after`."""
-    store = Store(path, clock=Clock([e[0] for e in events] + list(after)))
+    store = Store(path, MIGRATIONS, clock=Clock([e[0] for e in events] + list(after)))
     store.open_sync()
     for _, trace_id, actor, type_, payload in events:
         store.audit_sync(trace_id, actor, type_, payload)
@@ -163,7 +164,7 @@ def test_a_filter_that_makes_no_sense_is_refused(kwargs, words):
 async def test_async_methods_run_on_the_store_thread(db_path):
     seed = make_store(db_path)
     seed.close_sync()
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     await store.open()
     try:
         log = AuditLog(store)

@@ -15,7 +15,7 @@ from engine.agents.extractive import ExtractiveGenerator
 from engine.agents.retrievers import BM25Retriever
 from engine.agents.server import build_app
 from engine.config import LimitSettings
-from engine.corpus import load_corpus
+from engine.ingest.corpus import load_corpus
 from engine.errors import AgentError, AgentProtocolError, ConfigError
 from engine.types import AgentKind, AgentSecurity, AgentSpec, Role
 

@@ -16,7 +16,7 @@ from engine.agents.launcher import FleetLauncher
 from engine.agents.retrievers import BM25Retriever
 from engine.agents.server import build_app
 from engine.config import LimitSettings
-from engine.corpus import load_corpus
+from engine.ingest.corpus import load_corpus
 from engine.types import AgentKind, AgentSecurity, AgentSpec, Role
 
 from ..conftest import TEST_CORPUS

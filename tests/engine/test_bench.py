@@ -1,4 +1,4 @@
-"""main.py bench and bench soak (engine/bench): what they measure and how they report it. No figure is asserted
+"""main.py bench and bench soak (bench/perf): what they measure and how they report it. No figure is asserted
 here: the benchmarks print and write figures; these tests check that every path is measured, that the
 derived figures come from the measured ones, and that bad input is refused."""
 from __future__ import annotations
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.perf.measure import open_fds, rss_mb
+from bench.perf.paths import PATHS, PathSamples, agent_stages, is_correct, load_questions, run_paths
+from bench.perf.report import write_paths_report
+from bench.perf.soak import Sample, fleet_files, summarise
 from engine import Engine, InputError, load_fleet, load_settings
-from engine.bench.measure import open_fds, quantile, rss_mb
-from engine.bench.paths import PATHS, PathSamples, agent_stages, is_correct, load_questions, run_paths
-from engine.bench.report import write_paths_report
-from engine.bench.soak import Sample, fleet_files, summarise
+from engine.stats import quantile
 from engine.types import AgentOutcome, CallStatus, Role
 
 from ..conftest import FAST_SETTINGS

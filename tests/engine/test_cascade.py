@@ -13,10 +13,11 @@ import pytest
 from engine.cascade.mitigation import plan
 from engine.cascade.monitor import CascadeMonitor
 from engine.cascade.monitors import Monitors
-from engine.cascade.settings import CascadeSettings
+from engine.settings.cascade import CascadeSettings
 from engine.cascade.statements import statements
 from engine.cascade.trigger import trigger
-from engine.cascade.types import CascadeOutcome, CascadeType, Mitigation, StageScore
+from engine.cascade.types import CascadeOutcome, Mitigation, StageScore
+from engine.types import CascadeType
 from engine.stages.model import (Decomposition, InterventionKind, QuestionShape, StageKind, StageResult,
                                  SubQuestion, Trajectory)
 from engine.stages.reasoning import conclude
@@ -359,7 +360,8 @@ def test_compare_returns_nothing_when_it_cannot_compute():
 def test_a_cascade_traced_to_a_generator_is_evidence_against_it_and_only_it():
     from engine.reputation.answer_evidence import observations
     from engine.reputation.evidence import EvidenceReason
-    from engine.types import AgentOutcome, Answer, CallStatus, RiskTier, Role, Verdict
+    from engine.types import AgentOutcome, CallStatus, RiskTier, Role, Verdict
+    from engine.answer import Answer
     fired = StageScore(index=2, stage=StageKind.SYNTHESIZE, hop=0, a_sfv=1.0, a_csct=1.0, a_cpm=0.0, p=0.8,
                        fired=True, cascade_type=CascadeType.INFERENCE, suspect_agents=("gen-a",))
     calm = StageScore(index=1, stage=StageKind.RETRIEVE, hop=0, a_sfv=0.0, a_csct=0.0, a_cpm=0.0, p=0.0, fired=False)
@@ -382,7 +384,8 @@ def test_a_fired_cascade_waits_for_review_at_the_configured_tier_and_a_halted_on
     from engine.config import load_settings
     from engine.errors import ConfigError
     from engine.review.policy import needs_review
-    from engine.types import Answer, RiskTier, Verdict
+    from engine.types import RiskTier, Verdict
+    from engine.answer import Answer
     fired = CascadeOutcome(True, 1, CascadeType.RETRIEVAL, Mitigation.ROLLBACK, reason="retrieval cascade at stage 2")
 
     def answer(cascade, tier=RiskTier.MEDIUM):

@@ -201,7 +201,7 @@ def test_an_unknown_role_is_refused_by_the_parser(capsys):
 
 
 def test_the_agent_s_words_cannot_drive_the_terminal(capsys):
-    from engine.trust_cli import _print_case
+    from engine.cli.reputation import _print_case
     from engine.agents.conformance import CaseResult
     _print_case(CaseResult("retrieve.good", "a good query", False, "HTTP 500: \x1b[2J\x1b]0;owned\x07gone"))
     out = capsys.readouterr().out
@@ -213,7 +213,7 @@ async def test_a_keyed_agent_passes_when_checked_with_its_key_and_refuses_withou
     from engine.agents.conformance import Signing
     from engine.agents.retrievers import BM25Retriever
     from engine.agents.server import build_app
-    from engine.corpus import load_corpus
+    from engine.ingest.corpus import load_corpus
     from engine.types import AgentKind, AgentSpec
 
     from ..conftest import TEST_CORPUS

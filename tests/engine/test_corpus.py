@@ -1,7 +1,7 @@
 import pytest
 
 from engine import ConfigError
-from engine.corpus import load_corpus
+from engine.ingest.corpus import load_corpus
 
 from ..conftest import TEST_CORPUS
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, InputError, load_fleet, load_settings
-from engine.corpus import embedding_texts, load_corpus
+from engine.ingest.corpus import embedding_texts, load_corpus
 from engine.errors import ConfigError
 from engine.events import CorpusIndexProgress, EngineReady
 from engine.ingest.index import IndexPhase, IndexProgress, Throttled, index_corpus

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from bench.evaluation.decomposition import decomposition_f1, measure, report_markdown
+from bench.evaluation.splits import DEV, TEST, split_of
 from engine.errors import InputError
-from engine.evaluation.decomposition import decomposition_f1, measure, report_markdown
-from engine.evaluation.splits import DEV, TEST, split_of
 from engine.stages.decompose import decompose, fill
 from engine.stages.model import QuestionShape, SubQuestion
 

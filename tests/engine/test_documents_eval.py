@@ -5,11 +5,11 @@ from email.message import Message
 
 import numpy as np
 
-from engine.corpus import load_corpus
-from engine.evaluation.data import Passage
-from engine.evaluation.documents import Ask, Asked, has_markup, judge, summarise_corpus, summary_overlap
-from engine.evaluation.documents_corpus import installed_packages, write_hotpot, write_packages
-from engine.evaluation.generation import Question
+from bench.evaluation.data import Passage
+from bench.evaluation.documents import Ask, Asked, has_markup, judge, summarise_corpus, summary_overlap
+from bench.evaluation.documents_corpus import installed_packages, write_hotpot, write_packages
+from bench.evaluation.generation import Question
+from engine.ingest.corpus import load_corpus
 
 README = "# Requests\n\n[![badge](https://x/b.svg)](https://x)\n\nRequests is an elegant and simple HTTP library.\n" * 3
 
@@ -103,7 +103,7 @@ def test_a_hotpot_answer_is_right_when_it_contains_the_gold_answer_and_markup_is
 def test_the_report_keeps_the_rows_apart_and_shows_failures_per_split(tmp_path):
     import json
 
-    from engine.evaluation.documents_report import markdown, write_outputs
+    from bench.evaluation.documents_report import markdown, write_outputs
     asked = [_asked("packages", "a", "Python HTTP for Humans.", "## Install"),
              _asked("packages", "b", "Fast arrays.", "", verdict="abstained")]
     rows = judge(asked, {})

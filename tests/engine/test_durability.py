@@ -23,6 +23,7 @@ import pytest
 
 from engine import Engine, load_fleet, load_settings
 from engine.errors import StoreError
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 
 from ..conftest import write_fleet
@@ -186,7 +187,7 @@ def fill_until_full(store: Store) -> tuple[int, StoreError]:
 
 
 def assert_nothing_lost(path: Path, written: int) -> None:
-    again = Store(path)
+    again = Store(path, MIGRATIONS)
     again.open_sync()
     try:
         rows = again.db.conn.execute("SELECT payload FROM audit WHERE type = 'fill' ORDER BY seq").fetchall()
@@ -199,7 +200,7 @@ def assert_nothing_lost(path: Path, written: int) -> None:
 def test_a_database_at_its_size_limit_says_so_and_loses_nothing(tmp_path):
     """SQLite's own limit (PRAGMA max_page_count) gives SQLITE_FULL, as a full disk does, on any machine."""
     path = tmp_path / "quorum.db"
-    store = Store(path)
+    store = Store(path, MIGRATIONS)
     store.open_sync()
     pages = store.db.conn.execute("PRAGMA page_count").fetchone()[0]
     store.db.conn.execute(f"PRAGMA max_page_count = {pages + 8}")
@@ -236,7 +237,7 @@ def tiny_filesystem(tmp_path):
 
 def test_a_full_disk_says_so_and_loses_nothing_and_writes_again_once_freed(tiny_filesystem):
     path = tiny_filesystem / "quorum.db"
-    store = Store(path)
+    store = Store(path, MIGRATIONS)
     store.open_sync()
     store.audit_sync("", "test", "before", {})
     filler = tiny_filesystem / "filler"
@@ -258,7 +259,7 @@ def test_a_full_disk_says_so_and_loses_nothing_and_writes_again_once_freed(tiny_
 
 # --- a read-only database -----------------------------------------------------------------------
 def written_store(path: Path) -> None:
-    store = Store(path)
+    store = Store(path, MIGRATIONS)
     store.open_sync()
     for n in range(3):
         store.audit_sync("", "test", "fill", {"n": n})
@@ -269,7 +270,7 @@ def test_a_read_only_connection_says_so_and_loses_nothing(tmp_path):
     """PRAGMA query_only: the database refuses writes on any machine, root or not."""
     path = tmp_path / "quorum.db"
     written_store(path)
-    store = Store(path)
+    store = Store(path, MIGRATIONS)
     store.open_sync()
     store.db.conn.execute("PRAGMA query_only = ON")
     with pytest.raises(StoreError) as refused:
@@ -288,7 +289,7 @@ def test_an_immutable_database_file_says_so_and_loses_nothing(tmp_path):
         pytest.skip("chattr +i needs root and a filesystem that supports it"
                     + (f": {locked.stderr.strip()}" if locked is not None else ""))
     try:
-        store = Store(path)
+        store = Store(path, MIGRATIONS)
         store.open_sync()
         with pytest.raises(StoreError) as refused:
             store.audit_sync("", "test", "fill", {"n": 3})
@@ -315,7 +316,7 @@ def test_a_database_on_a_read_only_mount_says_so(tmp_path):
         if remount.returncode:
             pytest.skip(f"cannot remount read-only here: {remount.stderr.strip()}")
         with pytest.raises(StoreError) as refused:
-            Store(view / "quorum.db").open_sync()
+            Store(view / "quorum.db", MIGRATIONS).open_sync()
         assert str(view / "quorum.db") in str(refused.value) and "read-only" in str(refused.value)
     finally:
         subprocess.run(["umount", str(view)], capture_output=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.evaluation.faults import FAULTY, fleet_text
+from bench.evaluation.faults import FAULTY, fleet_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.perf.measure import open_fds, processes_naming
 from engine import AgentState, CallStatus, Engine, RiskTier, Verdict, load_fleet, load_settings
-from engine.bench.measure import open_fds, processes_naming
 from engine.participation import shortfall, summary
 
 from ..conftest import TEST_CORPUS

@@ -5,8 +5,9 @@ import signal
 
 import httpx
 
-from engine import AgentState, CallStatus, Engine, Event, RiskTier, Verdict, load_fleet, load_settings
-from engine.events import AgentChanged, EngineReady, QuestionReceived, TrustUpdated
+from engine import AgentState, CallStatus, Engine, RiskTier, Verdict, load_fleet, load_settings
+from engine.events import (AgentCalled, AgentChanged, AnswerDecided, EngineReady, QuestionReceived, RetrievalMerged,
+                           TrustUpdated)
 
 from ..conftest import write_fleet
 
@@ -37,7 +38,7 @@ async def test_every_agent_serves_health_and_a_question_is_answered(small_fleet_
     assert liar.challenge.startswith("failed")
     assert all(not c.challenge for c in answer.candidates if c.agent_id != "gen-liar")
     assert {type(e) for e in events} >= {AgentChanged, EngineReady, QuestionReceived, TrustUpdated}
-    assert {e.kind for e in events if isinstance(e, Event)} >= {"agent.call", "retrieval.merged", "answer.decided"}
+    assert {type(e) for e in events} >= {AgentCalled, RetrievalMerged, AnswerDecided}
     # No process outlives the engine.
     assert all(c.process.poll() is not None for c in engine.launcher._children.values())
 

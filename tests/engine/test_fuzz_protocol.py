@@ -16,7 +16,7 @@ from engine.agents.protocol import (BadRequest, generation_to_json, loads, parse
                                     parse_health, parse_judgement, parse_retrieve_request)
 from engine.agents.retrievers import BM25Retriever
 from engine.agents.server import build_app
-from engine.corpus import load_corpus
+from engine.ingest.corpus import load_corpus
 from engine.errors import AgentProtocolError
 from engine.types import AgentKind, AgentSpec, Chunk, Claim, ClaimLabel, Generation, Role, ToolRequest
 

@@ -18,7 +18,7 @@ from engine.gateway.scanners.classifier import InjectionClassifier
 from engine.gateway.scanners.invisible import InvisibleCharacters, decode_tags, map_lookalikes, sanitise
 from engine.gateway.scanners.patterns import InstructionPatterns
 from engine.gateway.scanners.seeds import SeedSimilarity
-from engine.gateway.settings import GatewaySettings
+from engine.settings.gateway import GatewaySettings
 from engine.types import TrustLevel
 
 from .fuzz_strategies import TEXT_CHAR, WEIRD, texts

@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
+from bench.train.gateway import Example, fit, shared_examples
 from engine.errors import ConfigError
 from engine.gateway import features
 from engine.gateway.scanners.base import Channel
 from engine.gateway.scanners.classifier import InjectionClassifier, Weights, load
-from engine.gateway.train import Example, fit, shared_examples
 
 
 def test_features_ignore_case_width_and_invisible_characters():

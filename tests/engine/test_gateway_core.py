@@ -15,10 +15,11 @@ from engine.gateway.envelope import Envelope, MessageKind, lowest
 from engine.gateway.observer import GatewayObserver
 from engine.gateway.scanners.base import Channel
 from engine.gateway.session import GatewaySession
-from engine.gateway.settings import GatewaySettings
+from engine.settings.gateway import GatewaySettings
 from engine.stages.model import Decomposition, InterventionKind, QuestionShape, StageKind, StageResult, SubQuestion, Trajectory
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
-from engine.store.traces import recent_decisions_sync, trace_sync, write_report
+from engine.gateway.traces import recent_decisions_sync, trace_sync, write_report
 from engine.types import Chunk, Claim, FaultKind, FaultProfile, Generation, TrustLevel
 
 RULES = GatewaySettings(scanners=("invisible", "patterns"))
@@ -164,7 +165,7 @@ async def test_trace_and_decisions_are_stored_with_an_audit_event_each(gateway, 
     session = GatewaySession(gateway, "q-1")
     session.passages("ret-web", [Chunk("c1", f"{BENIGN} {INJECTION}"), Chunk("c2", BENIGN)], TrustLevel.EXTERNAL)
     report = session.report()
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     await store.open()
     await store.call(lambda: store.transaction(lambda: write_report(store, report)))
     lines = await store.call(trace_sync, store, "q-1")
@@ -183,7 +184,8 @@ async def test_trace_and_decisions_are_stored_with_an_audit_event_each(gateway, 
 
 def test_an_escalated_message_sends_the_answer_to_the_approval_queue(gateway):
     from engine.review import needs_review
-    from engine.types import Answer, RiskTier, Verdict
+    from engine.types import RiskTier, Verdict
+    from engine.answer import Answer
     session = GatewaySession(gateway, "q-1")
     session.question(INJECTION)
     answer = Answer(trace_id="q-1", question=INJECTION, tier=RiskTier.LOW, verdict=Verdict.ANSWERED, answer="a",

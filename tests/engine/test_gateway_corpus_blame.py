@@ -10,7 +10,7 @@ from engine import Engine, load_fleet, load_settings
 from engine.alerts.rules import injection_alerts
 from engine.gateway.decision import Action
 from engine.gateway.report import GatewayFlag, GatewayReport
-from engine.gateway.settings import GatewaySettings
+from engine.settings.gateway import GatewaySettings
 from engine.reputation.answer_evidence import observations
 from engine.reputation.evidence import EvidenceReason
 from engine.types import TrustLevel
@@ -49,7 +49,8 @@ def _flag(source: str, from_corpus: bool) -> GatewayFlag:
 
 
 def test_text_an_agent_wrote_into_a_passage_still_counts_against_it():
-    from engine.types import AgentOutcome, Answer, CallStatus, Role, RiskTier, Verdict
+    from engine.types import AgentOutcome, CallStatus, Role, RiskTier, Verdict
+    from engine.answer import Answer
     agents = tuple(AgentOutcome(a, Role.RETRIEVER, CallStatus.OK, 10.0) for a in ("ret-a", "ret-b", "ret-rogue"))
     report = GatewayReport(flags=(_flag("ret-a", True), _flag("ret-b", True), _flag("ret-rogue", False)))
     answer = Answer(trace_id="t", question="q", tier=RiskTier.MEDIUM, verdict=Verdict.NO_ANSWER, answer="",

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.evaluation.injection_scenarios import RecordingTransport
 from engine import Engine, load_fleet, load_settings
-from engine.evaluation.injection_scenarios import RecordingTransport
-from engine.gateway.settings import GatewaySettings
+from engine.settings.gateway import GatewaySettings
 
 from ..conftest import write_fleet
 

@@ -6,8 +6,9 @@ import json
 
 import numpy as np
 
-from engine.evaluation.splits import split_of
-from engine.gateway import train, train_cli
+from bench.evaluation.splits import split_of
+from bench.train import cli as train_cli
+from bench.train import gateway as train
 from engine.gateway.scanners.base import Channel
 from engine.gateway.scanners.classifier import MODEL_PATH, InjectionClassifier, load
 

@@ -23,9 +23,8 @@ from pathlib import Path
 
 import pytest
 
-import main
 from engine.store.audit import canonical
-from engine.store.traces import TraceLine
+from engine.gateway.traces import TraceLine
 from engine.untrusted import FORMULA_START, quoted
 
 from ..conftest import FAST_SETTINGS
@@ -283,17 +282,18 @@ def test_every_field_of_a_human_readable_answer_is_quoted(capsys):
         question=bad, verdict=Verdict.ABSTAINED, reason=bad, tier_reason=bad, tier=RiskTier.LOW, answer="",
         citations=(types.SimpleNamespace(chunk_id=bad, source=bad, text=bad),), candidates=(candidate,),
         agents=(agent,), agents_ok=lambda role: 1, trace_id="t" * 32)
-    main._print_answer(answer)
+    from engine.cli.ask import print_answer
+    print_answer(answer)
     out = capsys.readouterr().out
     assert len(out.splitlines()) == 10 and [ch for ch in ACTING if ch in out] == []
     assert out.count("\\x1b[2J") == 7 and not any(line.startswith(FORGED_START) for line in out.splitlines())
 
 
 def test_the_trust_trace_and_audit_tables_keep_one_row_a_line(capsys):
-    from engine.audit_cli import format_table
-    from engine.gateway.trace_cli import format_line
+    from engine.cli.audit import format_table
+    from engine.cli.reputation import _print
+    from engine.cli.trace import format_line
     from engine.store.audit_log import AuditFilter, AuditRow
-    from engine.trust_cli import _print
     bad = hostile_text()
     _print([{"id": "gen-x", "role": "generator", "enabled": True, "score": 0.5, "state": "probation",
              "last_change_at": None, "last_change": bad}])

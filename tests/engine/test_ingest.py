@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from engine import Engine, RiskTier, load_fleet, load_settings
 from engine.agents.extractive import ExtractiveGenerator
-from engine.corpus import load_corpus
+from engine.ingest.corpus import load_corpus
 from engine.ingest.markdown import BlockKind, parse
 from engine.ingest.passages import MAX_PASSAGE_WORDS, passages
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pypdf import PdfReader, PdfWriter
 
-from engine.corpus import load_corpus
+from engine.ingest.corpus import load_corpus
 from engine.ingest.html_page import read_page
 from engine.ingest.markdown import BlockKind
 from engine.ingest.passages import passages

@@ -73,8 +73,8 @@ async def test_closing_the_engine_cancels_calls_past_their_deadline(tmp_path, db
     async with engine:
         answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
         assert {o.agent_id: o.status for o in answer.agents}["gen-slow"] is CallStatus.LATE
-        assert engine.pipeline._late
-    assert not engine.pipeline._late
+        assert engine.pipeline.calls.late
+    assert not engine.pipeline.calls.late
     pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
     assert not pending
 

@@ -6,8 +6,9 @@ import random
 import pytest
 
 from engine.errors import InputError
-from engine.reputation import (AlertKind, AlertRaised, BehaviourBaseline, BehaviourMetric, BehaviourSample,
-                               BehaviourShift, EvidenceReason, ReputationBook, ReputationChanged, ReputationSettings)
+from engine.reputation import (AlertRaised, BehaviourBaseline, BehaviourMetric, BehaviourSample, BehaviourShift,
+                               EvidenceReason, ReputationBook, ReputationChanged, ReputationSettings)
+from engine.alerts.kinds import AlertKind
 from engine.reputation.scale import logit
 from engine.types import Role
 

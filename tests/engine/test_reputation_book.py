@@ -10,9 +10,10 @@ import statistics
 import pytest
 
 from engine.errors import InputError
-from engine.reputation import (AgentQuarantined, AgentReleased, AlertKind, AlertRaised, ChangeRejected, EvidenceReason,
+from engine.reputation import (AgentQuarantined, AgentReleased, AlertRaised, ChangeRejected, EvidenceReason,
                                Observation, ProbationEnded, ReputationBook, ReputationChanged, ReputationSettings,
-                               TrustState, as_audit_event)
+                               StandingState, as_audit_event)
+from engine.alerts.kinds import AlertKind
 from engine.reputation.scale import logit, sigmoid
 from engine.types import RiskTier, Role
 
@@ -50,7 +51,7 @@ def questions_until_quarantined(book: ReputationBook, agent: str, lies, limit: i
     """Feeds one question at a time (lies(i) says whether question i is a lie); the question that quarantined it."""
     for i in range(start, start + limit):
         book.observe(checked(agent, lies(i), trace=f"q{i}"))
-        if book.record(agent).state is TrustState.QUARANTINED:
+        if book.record(agent).state is StandingState.QUARANTINED:
             return i - start + 1
     return None
 
@@ -94,7 +95,7 @@ def test_a_constant_liar_is_quarantined_within_ten_questions_with_an_alert():
     events = []
     for i in range(10):
         events += book.observe(checked("liar", True, trace=f"q{i}"))
-        if book.record("liar").state is TrustState.QUARANTINED:
+        if book.record("liar").state is StandingState.QUARANTINED:
             break
     assert i + 1 == 7                       # ln(3) - ln(1/4) = 2.49 log-odds at 0.36 a lie
     quarantined = [e for e in events if isinstance(e, AgentQuarantined)]
@@ -127,7 +128,7 @@ def test_an_honest_agent_falsely_flagged_on_five_percent_is_never_quarantined_in
         for i in range(1000):
             book.observe(checked("honest", rng.random() < 0.05, trace=f"q{i}"))
             lowest = min(lowest, book.record("honest").score)
-        assert book.record("honest").state is TrustState.ACTIVE, seed
+        assert book.record("honest").state is StandingState.ACTIVE, seed
         assert lowest > 0.5, (seed, lowest)
 
 
@@ -227,7 +228,7 @@ def test_a_quarantined_agent_decays_in_score_but_not_out_of_quarantine():
     book.decay(60 * DAY)
     record = book.record("liar")
     assert record.score > 0.7 > low
-    assert record.state is TrustState.QUARANTINED
+    assert record.state is StandingState.QUARANTINED
     assert not book.eligible("liar", RiskTier.LOW)[0]
 
 
@@ -265,7 +266,7 @@ def test_probation_flow_from_manual_quarantine_to_active():
     events = book.release("gen-a", "model redeployed", "bob", "t-r")
     assert events == [AgentReleased("gen-a", "model redeployed", "bob", "t-r", clock.now)]   # 0.75 > 0.45: no reset
     record = book.record("gen-a")
-    assert record.state is TrustState.PROBATION and record.score == pytest.approx(0.75)
+    assert record.state is StandingState.PROBATION and record.score == pytest.approx(0.75)
     assert book.weight("gen-a") == 0.5 and book.snapshot() == {"gen-a": 0.5}
     assert book.eligible("gen-a", RiskTier.LOW)[0]
     ok, why = book.eligible("gen-a", RiskTier.MEDIUM)
@@ -284,7 +285,7 @@ def test_probation_flow_from_manual_quarantine_to_active():
             break
     assert i + 1 == 20 and ended[0].trace_id == "b19"
     record = book.record("gen-a")
-    assert record.state is TrustState.ACTIVE and record.score >= 0.75
+    assert record.state is StandingState.ACTIVE and record.score >= 0.75
     assert book.weight("gen-a") == pytest.approx(record.score)
     assert book.eligible("gen-a", RiskTier.HIGH)[0]
 
@@ -310,7 +311,7 @@ def test_a_probation_agent_that_lies_again_goes_back_to_quarantine():
     events = []
     for i in range(20):
         events += book.observe(checked("liar", True, RiskTier.LOW, trace=f"q{i}"))
-        if book.record("liar").state is TrustState.QUARANTINED:
+        if book.record("liar").state is StandingState.QUARANTINED:
             break
     assert i + 1 == 7
     assert any(isinstance(e, AgentQuarantined) and e.automatic for e in events)
@@ -352,9 +353,9 @@ def _script(book: ReputationBook, clock: Clock, seed: int, part: int) -> list:
         agent = rng.choice(agents)
         record = book.record(agent)
         roll = rng.random()
-        if roll < 0.02 and record.state is not TrustState.QUARANTINED:
+        if roll < 0.02 and record.state is not StandingState.QUARANTINED:
             events += book.quarantine(agent, "operator doubt", "alice", f"p{part}-{i}")
-        elif roll < 0.06 and record.state is TrustState.QUARANTINED:
+        elif roll < 0.06 and record.state is StandingState.QUARANTINED:
             events += book.release(agent, "second chance", "bob", f"p{part}-{i}")
         elif roll < 0.10:
             events += book.decay()

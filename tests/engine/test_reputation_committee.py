@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from engine.reputation import (AgentQuarantined, ChangeRejected, EvidenceReason, Observation, ReputationBook,
-                               ReputationChanged, ReputationSettings, TrustState, committee)
+                               ReputationChanged, ReputationSettings, StandingState, committee)
 from engine.types import RiskTier, Role
 
 # The numbers these cases were worked out with (the first defaults); test_reputation_defaults.py covers the
@@ -59,7 +59,7 @@ def test_colluders_never_move_an_honest_agent_down_while_the_engine_catches_a_re
     assert "slander-1, slander-2" in rejected[0].why and rejected[0].proposed_delta < 0
     assert book.record("slander-1").score == pytest.approx(0.75), "self-vouching does not land either"
     assert liar_quarantined_at == 7
-    assert book.record("liar").state is TrustState.QUARANTINED
+    assert book.record("liar").state is StandingState.QUARANTINED
 
 
 def test_peer_evidence_lands_when_a_committee_majority_witnessed_it():
@@ -90,7 +90,7 @@ def test_the_committee_is_the_longest_standing_trusted_agents_other_than_the_sub
     assert 0.5 < book.record("gen-old").score < 0.51
     assert "gen-old" in committee(book.all(), "honest", S)
     book.observe(Observation("gen-old", Role.GENERATOR, "d3", RiskTier.MEDIUM, bad=1, engine_checked=True))
-    assert book.record("gen-old").score < 0.5 and book.record("gen-old").state is TrustState.ACTIVE
+    assert book.record("gen-old").score < 0.5 and book.record("gen-old").state is StandingState.ACTIVE
     assert committee(book.all(), "honest", S) == ("ver-1", "slander-1", "slander-2")
 
 

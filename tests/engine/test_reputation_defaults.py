@@ -1,4 +1,4 @@
-"""The shipped reputation defaults (engine/reputation/settings.py, config/engine.toml) against the
+"""The shipped reputation defaults (engine/settings/reputation.py, config/engine.toml) against the
 behaviours issue #8 sets targets for; the mechanism itself is tested in test_reputation_book.py."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import statistics
 
 from engine.config import load_settings
 from engine.reputation import (ChangeRejected, Observation, ReputationBook, ReputationChanged, ReputationSettings,
-                               TrustState)
+                               StandingState)
 from engine.types import RiskTier, Role
 
 S = ReputationSettings()
@@ -29,7 +29,7 @@ def quarantined_after(rate: float, questions: int, seed: int, honest_for: int = 
         bad = i >= honest_for and rng.random() < rate
         book.observe(Observation("a", Role.GENERATOR, f"t{i}", RiskTier.MEDIUM, good=int(not bad), bad=int(bad),
                                  engine_checked=True))
-        if book.record("a").state is TrustState.QUARANTINED:
+        if book.record("a").state is StandingState.QUARANTINED:
             return i + 1
     return None
 

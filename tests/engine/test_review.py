@@ -16,9 +16,12 @@ from engine import Engine, InputError, RiskTier, Verdict, load_fleet, load_setti
 from engine.review import (APPROVE_REASONS, REJECT_REASONS, ReviewItem, ReviewQueue, ReviewStatus, check_decision,
                            needs_review)
 from engine.events import ReviewEnqueued
-from engine.store.db import MIGRATIONS, Store
-from engine.types import (AgentOutcome, Answer, CallStatus, Candidate, Citation, Claim, ClaimCheck, ClaimLabel,
-                          Generation, Role)
+from engine.record import record_answer_sync
+from engine.schema import MIGRATIONS
+from engine.store.db import Store
+from engine.types import (AgentOutcome, CallStatus, Candidate, Citation, Claim, ClaimCheck, ClaimLabel, Generation,
+                          Role)
+from engine.answer import Answer
 
 from ..conftest import FAST_SETTINGS
 
@@ -53,7 +56,7 @@ class Clock:
 
 @pytest.fixture
 async def store(db_path):
-    store = Store(db_path, clock=Clock())
+    store = Store(db_path, MIGRATIONS, clock=Clock())
     await store.open()
     yield store
     await store.aclose()
@@ -189,7 +192,7 @@ async def test_unknown_status_filter_is_refused(queue):
 
 def test_a_decision_rolls_back_with_its_audit_row(db_path):
     """The row change and its audit event are one transaction: if the audit write fails, the item stays pending."""
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     queue = ReviewQueue(store)
     answer = make_answer()
@@ -212,7 +215,7 @@ def test_a_decision_rolls_back_with_its_audit_row(db_path):
 
 async def test_items_survive_a_restart_with_their_payload_intact(db_path):
     answer = make_answer()
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     await store.open()
     queue = ReviewQueue(store)
     kept = await queue.enqueue(answer, "high-risk question")
@@ -220,7 +223,7 @@ async def test_items_survive_a_restart_with_their_payload_intact(db_path):
     await queue.decide(decided, False, "carol", "insufficient evidence", "only one source")
     await store.aclose()
 
-    again = Store(db_path)
+    again = Store(db_path, MIGRATIONS)
     await again.open()
     queue = ReviewQueue(again)
     item = await queue.item_for("t-high")
@@ -237,14 +240,14 @@ async def test_items_survive_a_restart_with_their_payload_intact(db_path):
 
 def test_a_version_1_database_gains_the_queue_and_keeps_its_rows(db_path):
     conn = sqlite3.connect(db_path, isolation_level=None)
-    conn.executescript(f"BEGIN; {MIGRATIONS[0]} PRAGMA user_version=1; COMMIT;")
+    conn.executescript(f"BEGIN; {MIGRATIONS[0].script} PRAGMA user_version=1; COMMIT;")
     conn.close()
-    old = Store(db_path)
+    old = Store(db_path, MIGRATIONS)
     old.open_sync()
     old.audit_sync("t0", "operator", "note", {"i": 1})
     old.close_sync()
 
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     assert store.db.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) >= 2
     assert "approvals" in store.db.table_names()
@@ -263,7 +266,7 @@ def run_cli(*args, db: Path, cache: Path, timeout: float = 60):
 
 
 async def test_review_commands_list_approve_and_reject_with_exit_codes(db_path, cache_dir):
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     await store.open()
     queue = ReviewQueue(store)
     first = await queue.enqueue(make_answer("t-1"), "high-risk question")
@@ -357,7 +360,7 @@ async def test_a_high_risk_answer_waits_for_an_operator_across_an_engine_restart
 def test_an_answer_and_its_review_item_commit_together_or_not_at_all(db_path):
     """A failure in the queue insert rolls the recorded answer back too: no answer that needed
     review is ever stored without its item."""
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     queue = ReviewQueue(store)
     answer = make_answer()
@@ -365,9 +368,9 @@ def test_an_answer_and_its_review_item_commit_together_or_not_at_all(db_path):
     def failing_insert():
         raise RuntimeError("disk full")
     with pytest.raises(RuntimeError):
-        store.record_answer_sync(answer, also=failing_insert)
+        record_answer_sync(store, answer, also=failing_insert)
     assert store.recent_questions_sync() == []
-    item_id = store.record_answer_sync(answer, also=queue.insert_in_transaction(answer, "high-risk question"))
+    item_id = record_answer_sync(store, answer, also=queue.insert_in_transaction(answer, "high-risk question"))
     assert store.recent_questions_sync()[0]["trace_id"] == answer.trace_id and item_id == 1
     assert store.verify_audit_sync() > 0
     store.close_sync()

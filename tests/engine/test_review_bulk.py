@@ -10,12 +10,14 @@ import json
 import pytest
 
 from engine import Engine, InputError, RiskTier, Verdict, load_fleet, load_settings, to_jsonable
-from engine.cascade.types import CascadeOutcome, CascadeType, Mitigation, StageScore
+from engine.cascade.types import CascadeOutcome, Mitigation, StageScore
+from engine.types import CascadeType
 from engine.events import TrustUpdated
 from engine.review import ReviewQueue, ReviewStatus
 from engine.review.payload import (agents_from_payload, candidates_from_payload, cascade_from_payload,
                                    evidence_sentence, positions_of)
 from engine.stages.model import StageKind
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 from engine.types import AgentOutcome, CallStatus, Citation, ContextChunk, Chunk, Role, Suspect
 
@@ -97,7 +99,7 @@ async def test_decisions_and_their_audit_rows_survive_a_restart(small_fleet_file
     await engine.decide_many(ids[1:], False, "bob", "other", "the survey does not exist")
     await engine.store.aclose()
 
-    store = Store(db_path)          # a new process: only the file is shared
+    store = Store(db_path, MIGRATIONS)          # a new process: only the file is shared
     await store.open()
     try:
         queue = ReviewQueue(store)
@@ -183,7 +185,7 @@ def test_agents_with_role_call_outcome_and_whom_a_decision_counts_for():
 
 
 def test_the_review_item_reads_its_payload(db_path):
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     queue = ReviewQueue(store)
     item_id = store.transaction(queue.insert_in_transaction(make_answer(tier=RiskTier.HIGH), WHY))

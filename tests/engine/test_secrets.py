@@ -10,6 +10,7 @@ import sqlite3
 
 import main as cli
 from engine import CallStatus, Engine, RiskTier, load_fleet, load_settings
+from engine.cli.ask import answer_json
 
 from ..conftest import FAST_SETTINGS, write_fleet
 
@@ -84,7 +85,7 @@ def test_no_key_is_in_logs_database_exports_or_json(tmp_path, db_path, cache_dir
         "the SQLite file, every table": _everything_in_the_database(db_path),
         "the audit exports": (out / "audit.jsonl").read_bytes() + (out / "audit.csv").read_bytes(),
         "the command line's output": (printed.out + printed.err).encode(),
-        "ask --json": json.dumps(cli.answer_json(answer), ensure_ascii=False).encode(),
+        "ask --json": json.dumps(answer_json(answer), ensure_ascii=False).encode(),
         "the engine's log records": caplog.text.encode(),
         "the agents' command lines": " ".join(command_lines).encode(),
         "the fleet file": fleet_file.read_bytes(),

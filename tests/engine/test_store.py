@@ -3,8 +3,11 @@ import sqlite3
 import pytest
 
 from engine import AuditChainBroken
+from engine.record import record_answer, record_answer_sync
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
-from engine.types import AgentOutcome, Answer, CallStatus, RiskTier, Role, Verdict
+from engine.types import AgentOutcome, CallStatus, RiskTier, Role, Verdict
+from engine.answer import Answer
 
 
 def answer(trace_id="t1") -> Answer:
@@ -15,12 +18,12 @@ def answer(trace_id="t1") -> Answer:
 
 
 async def test_answer_and_its_audit_events_persist_across_reopen(db_path):
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     await store.open()
-    await store.record_answer(answer())
+    await record_answer(store, answer())
     await store.aclose()
 
-    again = Store(db_path)
+    again = Store(db_path, MIGRATIONS)
     await again.open()
     assert (await again.recent_questions())[0]["trace_id"] == "t1"
     assert await again.agent_stats() == {"r1": {"calls": 1, "ok": 1}, "r2": {"calls": 1, "ok": 0}}
@@ -29,7 +32,7 @@ async def test_answer_and_its_audit_events_persist_across_reopen(db_path):
 
 
 def test_editing_a_row_breaks_the_chain(db_path):
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     for i in range(3):
         store.audit_sync(f"t{i}", "operator", "note", {"i": i})
@@ -41,7 +44,7 @@ def test_editing_a_row_breaks_the_chain(db_path):
 
 
 def test_deleting_a_row_breaks_the_chain(db_path):
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     for i in range(3):
         store.audit_sync("t", "engine", "note", {"i": i})
@@ -52,11 +55,11 @@ def test_deleting_a_row_breaks_the_chain(db_path):
 
 
 def test_failed_write_rolls_back_everything(db_path):
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
-    store.record_answer_sync(answer("dup"))
+    record_answer_sync(store, answer("dup"))
     with pytest.raises(Exception):
-        store.record_answer_sync(answer("dup"))     # same trace id: the question insert fails
+        record_answer_sync(store, answer("dup"))     # same trace id: the question insert fails
     assert store.verify_audit_sync() == 3          # no half-written audit rows from the failed attempt
     store.close_sync()
 
@@ -67,4 +70,4 @@ def test_newer_schema_is_refused(db_path):
     conn.close()
     from engine import StoreError
     with pytest.raises(StoreError, match="newer than this Quorum"):
-        Store(db_path).open_sync()
+        Store(db_path, MIGRATIONS).open_sync()

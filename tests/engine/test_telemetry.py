@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from engine import CallStatus, ConfigError, Engine, RiskTier, Verdict, load_fleet, load_settings
-from engine.events import QuestionFailed, QuestionReceived, StageProgressed
+from engine.events import AgentCalled, QuestionFailed, QuestionReceived, StageProgressed
 from engine.stages.model import StageKind
 from engine.telemetry import TelemetrySettings
-from engine.types import AgentOutcome, Event, Role
+from engine.types import AgentOutcome, Role
 
 from ..conftest import FAST_SETTINGS, write_fleet
 
@@ -157,8 +157,7 @@ def test_a_question_whose_events_stop_is_sent_as_abandoned_after_the_timeout():
     traces.on_event(StageProgressed("a" * 32, 0, 3, 0, None, 0.0, None, 100.5))
     traces.on_event(QuestionReceived("b" * 32, "q", RiskTier.LOW, "", 150.0))
     assert memory.get_finished_spans() == () and len(traces.timelines) == 2
-    traces.on_event(Event("agent.call", "b" * 32, {"outcome": AgentOutcome("r", Role.RETRIEVER, CallStatus.OK, 5.0)},
-                          161.0))
+    traces.on_event(AgentCalled(AgentOutcome("r", Role.RETRIEVER, CallStatus.OK, 5.0), "b" * 32, 161.0))
     [stage, root] = memory.get_finished_spans()      # a's: 60 s without an event; b was heard from at 161
     assert root.name == "quorum.question" and root.context.trace_id == int("a" * 32, 16)
     assert root.status.status_code is StatusCode.ERROR and root.status.description == ABANDONED

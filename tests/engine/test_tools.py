@@ -9,13 +9,14 @@ import textwrap
 import pytest
 
 from engine import InputError
-from engine.gateway import tools_cli
+from engine.cli import tools as tools_cli
 from engine.gateway.build import build_gateway
 from engine.gateway.permissions import SqlPolicy
 from engine.gateway.permissions_config import load_permissions
-from engine.gateway.settings import GatewaySettings
+from engine.settings.gateway import GatewaySettings
 from engine.gateway.tools import (ParamError, SqlFailed, SqlRefused, ToolBroker, ToolStatus, run_readonly_sql,
                                   validate_params)
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 from engine.types import AgentKind, AgentSpec, Role, ToolRequest
 from tests.conftest import write_fleet
@@ -106,7 +107,7 @@ def sql_db(tmp_path):
 
 @pytest.fixture
 async def store(db_path):
-    s = Store(db_path)
+    s = Store(db_path, MIGRATIONS)
     await s.open()
     yield s
     await s.aclose()
@@ -525,7 +526,7 @@ def cli(*argv):
 
 def test_cli_lists_approves_and_rejects(tmp_path, db_path, permissions_file, sql_db, capsys):
     async def queue_two() -> tuple[int, int]:
-        store = Store(db_path)
+        store = Store(db_path, MIGRATIONS)
         await store.open()
         gateway = build_gateway(GatewaySettings(scanners=("invisible", "patterns")))
         broker = ToolBroker(load_permissions(permissions_file), store, gateway.screen, None, sql_db, agents=FLEET)
@@ -572,7 +573,7 @@ def test_cli_lists_approves_and_rejects(tmp_path, db_path, permissions_file, sql
     assert cli("matrix", "--json", "--permissions", str(permissions_file), "--fleet", str(fleet_file), *db) == 0
     data = json.loads(capsys.readouterr().out)
     assert {a["agent_id"]: a["sends_to"] for a in data["agents"]}["ret-a"] == ["gen-b", "gen-c", "gen-a"]
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     assert store.db.conn.execute("SELECT recipient FROM outbox").fetchall() == [("bob@example.org",)]
     store.close_sync()

@@ -9,12 +9,14 @@ import pytest
 from engine import Engine, load_fleet, load_settings
 from engine.errors import InputError
 from engine.events import TrustUpdated
-from engine.reputation import EvidenceReason, ReputationChanged, ReputationSettings, TrustState
+from engine.reputation import EvidenceReason, ReputationChanged, ReputationSettings, StandingState
 from engine.reputation.answer_evidence import DecidedAnswer, agreement, observations, operator_observations
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
-from engine.trust import TrustKeeper
-from engine.types import (AgentOutcome, Answer, CallStatus, Candidate, Chunk, Citation, Claim, ClaimCheck,
-                          ClaimLabel, ContextChunk, Generation, RiskTier, Role, Suspect, SuspectReason, Verdict, Vote)
+from engine.reputation.keeper import ReputationKeeper
+from engine.types import (AgentOutcome, CallStatus, Candidate, Chunk, Citation, Claim, ClaimCheck, ClaimLabel,
+                          ContextChunk, Generation, RiskTier, Role, Suspect, SuspectReason, Verdict, Vote)
+from engine.answer import Answer
 
 TRUE = "Phobos and Deimos are the moons of Mars."
 LIE = "Phobos and Titan are the moons of Mars."
@@ -94,10 +96,10 @@ AGENTS = (("ret-a", Role.RETRIEVER), ("ret-b", Role.RETRIEVER), ("ret-rogue", Ro
           ("ver-liar", Role.VERIFIER))
 
 
-async def _keeper(path, clock) -> TrustKeeper:
-    store = Store(path, clock=clock)
+async def _keeper(path, clock) -> ReputationKeeper:
+    store = Store(path, MIGRATIONS, clock=clock)
     await store.open()
-    keeper = TrustKeeper(store, ReputationSettings(), clock=clock)
+    keeper = ReputationKeeper(store, ReputationSettings(), clock=clock)
     await keeper.load(AGENTS)
     return keeper
 
@@ -109,7 +111,7 @@ async def test_scores_history_and_alerts_survive_a_restart(tmp_path):
     for i in range(8):
         now[0] += 1
         update = await keeper.after_answer(answer(f"t{i}"))
-    assert keeper.book.record("gen-liar").state is TrustState.QUARANTINED
+    assert keeper.book.record("gen-liar").state is StandingState.QUARANTINED
     assert any(a.kind == "auto_quarantine" and a.agent_id == "gen-liar" for a in update.alerts + tuple(
         await keeper.tables.alerts()))
     before = {r.agent_id: (round(r.score, 9), r.state) for r in keeper.book.all()}
@@ -141,7 +143,7 @@ async def test_a_change_made_by_another_process_is_taken_in_not_written_over(tmp
     await cli.quarantine("gen-a", "operator suspects it", "bob")
     await cli.tables.store.aclose()
     await console.after_answer(answer("t-next"))       # the console's next question
-    assert console.book.record("gen-a").state is TrustState.QUARANTINED
+    assert console.book.record("gen-a").state is StandingState.QUARANTINED
     rows = {r["agent_id"]: r for r in await console.tables.standings()}
     assert rows["gen-a"]["state"] == "quarantined"
     await console.tables.store.aclose()
@@ -213,5 +215,5 @@ async def test_colluding_retrievers_cannot_slander_an_honest_one_through_a_dispu
             **{**answer(f"s{i}").__dict__, "suspects": (slandered,), "agents": agents}))
         assert not any(isinstance(e, ReputationChanged) and e.agent_id == "ret-a" and e.new_score < e.old_score
                        for e in update.events)
-    assert keeper.book.record("ret-a").state is TrustState.ACTIVE and keeper.book.record("ret-a").score >= 0.75
+    assert keeper.book.record("ret-a").state is StandingState.ACTIVE and keeper.book.record("ret-a").score >= 0.75
     await keeper.tables.store.aclose()

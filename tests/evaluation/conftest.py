@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from engine.evaluation.data import Case, Passage
+from bench.evaluation.data import Case, Passage
 
 DIM = 384
 

@@ -5,10 +5,10 @@ import re
 
 import pytest
 
+from bench.evaluation import attacks
+from bench.evaluation.runner import Evaluation, RunConfig
 from engine.config import RetrievalSettings
 from engine.errors import InputError
-from engine.evaluation import attacks
-from engine.evaluation.runner import Evaluation, RunConfig
 from tests.evaluation.conftest import make_case
 
 NUMBER = re.compile(r"\d[\d,]*")

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.evaluation import baselines
-from engine.evaluation.textmatch import rouge_l_f1
+from bench.evaluation import baselines
+from bench.evaluation.textmatch import rouge_l_f1
 from engine.types import Chunk
 from tests.evaluation.conftest import FILLER, HashEmbedder
 

@@ -5,14 +5,15 @@ import json
 
 import pytest
 
-from engine.cascade.settings import CascadeSettings
-from engine.cascade.types import CascadeType, StageScore
+from bench.evaluation.cascade_data import load_records
+from bench.evaluation.cascade_eval import Row, detected, metrics, propagation
+from bench.evaluation.cascade_inject import Injection, swap_fact, wrong_inference
+from bench.evaluation.cascade_run import RecordRun
+from engine.cascade.types import StageScore
 from engine.errors import InputError
-from engine.evaluation.cascade_data import load_records
-from engine.evaluation.cascade_eval import Row, detected, metrics, propagation
-from engine.evaluation.cascade_inject import Injection, swap_fact, wrong_inference
-from engine.evaluation.cascade_run import RecordRun
+from engine.settings.cascade import CascadeSettings
 from engine.stages.model import StageKind
+from engine.types import CascadeType
 from engine.types import Chunk
 
 from .conftest import HashEmbedder
@@ -67,7 +68,7 @@ def test_a_malformed_record_names_the_file_line_and_problem(tmp_path, row, expec
 
 
 def test_a_fact_swap_changes_one_fact_for_another_of_the_same_kind_and_is_the_same_in_every_draw():
-    from engine.evaluation.attacks import seeded
+    from bench.evaluation.attacks import seeded
     sentence = "Scott Derrickson (born July 16, 1966) is an American director from Denver."
     draws = {swap_fact(sentence, ["Timothy Burton lives in Burbank."], "Who is Scott Derrickson?", seeded("x", 1))
              for _ in range(3)}
@@ -78,7 +79,7 @@ def test_a_fact_swap_changes_one_fact_for_another_of_the_same_kind_and_is_the_sa
 
 
 def test_a_wrong_inference_never_carries_a_marker_and_names_its_wrong_entity():
-    from engine.evaluation.attacks import seeded
+    from bench.evaluation.attacks import seeded
     paragraphs = [Chunk("p1", "Timothy Burton lives in Burbank with Helena Carter.")]
     for seed in range(8):
         wrong = wrong_inference("The film was directed by Scott Derrickson in Denver.", "Sinister",
@@ -124,7 +125,7 @@ def test_error_propagation_reduction_is_one_minus_the_ratio_of_errors_reaching_t
 
 
 def test_an_injected_trajectory_differs_from_the_clean_one_only_from_its_stage_on():
-    from engine.evaluation.cascade_data import CascadeRecord
+    from bench.evaluation.cascade_data import CascadeRecord
     record = CascadeRecord(
         "r1", "Were Scott Derrickson and Ed Wood of the same nationality?", ("yes",),
         tuple(Chunk(f"r1/p{i}", p["text"], source=p["title"], metadata={"title": p["title"]})

@@ -6,8 +6,8 @@ import json
 import pytest
 
 import main
+from bench.evaluation.data import load_cases_from_sources, read_cases, write_cases
 from engine.errors import InputError
-from engine.evaluation.data import load_cases_from_sources, read_cases, write_cases
 
 
 def _question(qid, dev_index, titles, supporting, answer="Paris"):

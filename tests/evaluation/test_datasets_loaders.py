@@ -5,9 +5,9 @@ import json
 
 import pytest
 
+from bench.evaluation.datasets import DEFAULT_INJECTED_DISTRACTORS, load_dataset, paragraphs
+from bench.evaluation.splits import split_of
 from engine.errors import InputError
-from engine.evaluation.datasets import DEFAULT_INJECTED_DISTRACTORS, load_dataset, paragraphs
-from engine.evaluation.splits import split_of
 
 
 def _write(path, rows):

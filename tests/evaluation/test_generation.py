@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 
 import main
+from bench.evaluation import generation_metrics as gm
 from engine.config import GenerationSettings
 from engine.errors import InputError
-from engine.evaluation import generation_metrics as gm
-from engine.evaluation.generation import (AGENTS, LIAR, ClaimCache, Fleet, GenerationEvaluation, Prepared,
+from bench.evaluation.generation import (AGENTS, LIAR, ClaimCache, Fleet, GenerationEvaluation, Prepared,
                                           build_fleet, build_questions, load_questions)
-from engine.evaluation.generation_profiles import ALL, CLEAN, HEADLINE, HEADLINE_NAMES, parse_profiles
-from engine.evaluation.generation_report import lie_table, summary, write_outputs
-from engine.evaluation.honest_generators import HonestKind, generate_all
-from engine.evaluation.lies import Lie, LieKind, swap_in_passage
-from engine.evaluation.splits import SPLITS, split_of
+from bench.evaluation.generation_profiles import ALL, CLEAN, HEADLINE, HEADLINE_NAMES, parse_profiles
+from bench.evaluation.generation_report import lie_table, summary, write_outputs
+from bench.evaluation.honest_generators import HonestKind, generate_all
+from bench.evaluation.lies import Lie, LieKind, swap_in_passage
+from bench.evaluation.splits import SPLITS, split_of
 from engine.generation.adjudicate import Decision
-from engine.types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
+from engine.types import Candidate, Chunk, Claim, ClaimCheck, ClaimLabel, ClaimOrigin, ContextChunk, Generation, Verdict
 
 from .conftest import FILLER, HashEmbedder
 
@@ -42,7 +42,7 @@ def the_lie() -> Lie:
 
 def check(text, supported, label=None, origin="declared"):
     label = label or (ClaimLabel.SUPPORTED if supported else ClaimLabel.REFUTED)
-    return ClaimCheck(Claim(text, ("q/p0",)), supported, 1.0, label.value, label, 1.0, origin)
+    return ClaimCheck(Claim(text, ("q/p0",)), supported, 1.0, label.value, label, 1.0, ClaimOrigin(origin))
 
 
 def candidate(agent, answer, checks, credibility=0.9):
@@ -153,8 +153,8 @@ def test_targets_are_checked_per_split_and_the_split_keys_exist():
 # ---- fleets --------------------------------------------------------------------------------------
 
 def prepared(question: str = "Who discovered Pluto?") -> Prepared:
-    from engine.evaluation.data import Passage
-    from engine.evaluation.generation import Question
+    from bench.evaluation.data import Passage
+    from bench.evaluation.generation import Question
     q = Question("q9", question, GOLD, (Passage("q/p0", "Pluto", PASSAGE.text, True),))
     return Prepared(q, (ContextChunk(PASSAGE, 1.0, ("r",)),), generate_all(question, (PASSAGE,)))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.evaluation.honest_generators import (Edit, FocusedPassageGenerator, HonestKind, ParaphraseGenerator,
+from bench.evaluation.honest_generators import (Edit, FocusedPassageGenerator, HonestKind, ParaphraseGenerator,
                                                  generate_all, paraphrase)
 from engine.text import STOPWORDS, negation_count, numbers, sentences
 from engine.types import Chunk

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import random
 
-from engine.evaluation.lies import (EntityType, Lie, LieKind, Skip, entities, gold_entity, legacy_lie, role_swap,
+from bench.evaluation.lies import (EntityType, Lie, LieKind, Skip, entities, gold_entity, legacy_lie, role_swap,
                                     swap_in_passage, true_irrelevant, with_true_quote, wrong_relevant)
-from engine.evaluation.textmatch import contains_answer
+from bench.evaluation.textmatch import contains_answer
 from engine.text import sentences
 from engine.types import Chunk, Claim, Generation
 from engine.verify.verifier import names

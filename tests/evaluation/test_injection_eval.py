@@ -3,8 +3,8 @@ import json
 
 import pytest
 
+from bench.evaluation.injection import load, rates, roc, scanners, score, summary
 from engine.errors import InputError
-from engine.evaluation.injection import load, rates, roc, scanners, score, summary
 
 
 def _file(tmp_path, rows):
@@ -44,7 +44,7 @@ def test_a_bad_record_names_the_line(tmp_path, bad, message):
 
 
 def test_the_gateway_report_has_the_issue_keys_per_split_and_takes_scenario_results(tmp_path):
-    from engine.evaluation.injection import evaluate, markdown, write_outputs
+    from bench.evaluation.injection import evaluate, markdown, write_outputs
     path = _file(tmp_path, ROWS * 3)
     data, rows = evaluate(path, rules_only=True, scenarios=lambda: {"matrix_enforced": True})
     assert data["scanners"] == ["invisible", "patterns"]
@@ -65,7 +65,7 @@ def test_the_gateway_report_has_the_issue_keys_per_split_and_takes_scenario_resu
 
 def test_the_gateways_own_decision_flags_what_its_thresholds_say(tmp_path):
     from engine.config import load_settings
-    from engine.evaluation.injection import evaluate
+    from bench.evaluation.injection import evaluate
     data, rows = evaluate(_file(tmp_path, ROWS), rules_only=True)
     g = load_settings().gateway
     limits = {"data": min(g.data_block, g.data_escalate), "user": min(g.user_escalate, g.user_block)}

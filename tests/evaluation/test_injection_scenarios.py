@@ -1,7 +1,7 @@
 """The end-to-end scenarios' verdicts, and (slow) one short run on a real fleet."""
 import pytest
 
-from engine.evaluation.injection_scenarios import ScenarioReport, fleet_toml, permissions_toml
+from bench.evaluation.injection_scenarios import ScenarioReport, fleet_toml, permissions_toml
 
 from ..conftest import SHARED_DATA
 
@@ -51,8 +51,8 @@ def test_the_scenario_fleet_gives_the_overreacher_no_tool_it_asks_for(tmp_path):
 
 @pytest.mark.slow
 async def test_a_short_run_on_a_real_fleet(tmp_path):
-    from engine.evaluation import injection_scenarios
-    from engine.evaluation.injection import load
+    from bench.evaluation import injection_scenarios
+    from bench.evaluation.injection import load
     report = await injection_scenarios.run(load(SHARED_DATA / "prompt_injections.jsonl"), questions=3,
                                            workdir=tmp_path)
     assert report.questions == 3 and report.planted >= 1

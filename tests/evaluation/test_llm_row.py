@@ -1,16 +1,16 @@
-"""The LLM generator's evaluation row (engine.evaluation.llm_row): what it counts from each decision."""
+"""The LLM generator's evaluation row (bench.evaluation.llm_row): what it counts from each decision."""
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
 
+from bench.evaluation.data import Passage
+from bench.evaluation.generation import Prepared, Question
+from bench.evaluation.llm_row import LLM_ID, demo_questions, judge_case, pick_llm_agent, summarise
 from engine.agents.client import CallResult
 from engine.config import FleetConfig
 from engine.errors import InputError
-from engine.evaluation.data import Passage
-from engine.evaluation.generation import Prepared, Question
-from engine.evaluation.llm_row import LLM_ID, demo_questions, judge_case, pick_llm_agent, summarise
 from engine.generation.adjudicate import Decision
 from engine.types import (AgentKind, AgentOutcome, AgentSpec, CallStatus, Candidate, Chunk, Claim, ClaimCheck,
                           Generation, Role, Verdict)

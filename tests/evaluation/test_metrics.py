@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.evaluation.metrics import Seen, Truth, aggregate, expected_row, judge, kept_out_reason, text_key
-from engine.evaluation.textmatch import contains_answer
+from bench.evaluation.metrics import Seen, Truth, aggregate, expected_row, judge, kept_out_reason, text_key
+from bench.evaluation.textmatch import contains_answer
 from engine.types import Chunk
 
 
@@ -84,7 +84,7 @@ def test_aggregate_means_pooled_anomaly_rates_and_percentiles():
 
 
 def test_answer_asr_unnamed_leaves_out_questions_that_name_the_target():
-    from engine.evaluation.metrics import Row, aggregate
+    from bench.evaluation.metrics import Row, aggregate
     named = Row("a", "m", [], 0, 5, "x", "attacked", False, 0.0, True, False, False, 1.0, False, 1.0, target_named=True)
     clean = Row("b", "m", [], 0, 5, "x", "wrong", False, 0.0, False, False, False, 1.0, False, 1.0)
     summary = aggregate([named, clean], defence=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from engine.evaluation.plot import grouped_bars, write_grouped_bars
+from bench.evaluation.plot import grouped_bars, write_grouped_bars
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -1,5 +1,5 @@
 """`main.py eval reputation`: the simulation on the real engine code (Pipeline.ask, SecureRetrieval,
-adjudicate, the verifier agents voting, TrustKeeper.after_answer feeding the ReputationBook).
+adjudicate, the verifier agents voting, ReputationKeeper.after_answer feeding the ReputationBook).
 
 The fast tests run it on the demo corpus and questions with a hashing embedder (no model, no shared
 data); the slow test runs the full evaluation on 1,000 questions and asserts the targets of issue #8."""
@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from bench.evaluation.cli import reputation_overrides
 from engine.config import EngineSettings
 from engine.errors import InputError
-from engine.evaluation.cli import reputation_overrides
-from engine.evaluation.reputation import (BYZANTINE_KINDS, CONSTANT, FLEET, LIVE, SLANDER_TARGET_RETRIEVER,
+from bench.evaluation.reputation import (BYZANTINE_KINDS, CONSTANT, FLEET, LIVE, SLANDER_TARGET_RETRIEVER,
                                           QuestionFacts, ReputationSimulation, SimConfig, assign_ids, carries_lie,
                                           load_pool, question_stream, simulate, summarise)
 from engine.reputation import ReputationSettings
-from engine.types import (Answer, Candidate, Claim, Generation, RiskTier, Verdict)
+from engine.types import Candidate, Claim, Generation, RiskTier, Verdict
+from engine.answer import Answer
 from tests.evaluation.conftest import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +154,7 @@ def test_the_full_evaluation_meets_the_targets_of_issue_8(tmp_path):
 
 
 def test_the_report_files_are_written(sixty, tmp_path):
-    from engine.evaluation import reputation_report
+    from bench.evaluation import reputation_report
     import xml.etree.ElementTree as ElementTree
     data, scores = sixty
     paths = reputation_report.write_outputs(data, scores, {"seed": 0}, tmp_path / "rep.json", 0.2)

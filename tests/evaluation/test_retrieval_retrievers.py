@@ -5,10 +5,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.evaluation.attacks import make_chunk
 from engine.agents.retrievers import BM25Retriever, TfidfRetriever, build_retriever, ngrams
 from engine.config import BUILTIN_BACKENDS
-from engine.corpus import Corpus
-from engine.evaluation.attacks import make_chunk
+from engine.ingest.corpus import Corpus
 from engine.types import Role
 
 DOCS = [

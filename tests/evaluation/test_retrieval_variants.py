@@ -6,11 +6,11 @@ import random
 import numpy as np
 import pytest
 
+from bench.evaluation import variants
+from bench.evaluation.data import Case, Passage
+from bench.evaluation.runner import Evaluation, RunConfig
+from bench.evaluation.textmatch import contains_answer, rouge_l_f1
 from engine.config import RetrievalSettings
-from engine.evaluation import variants
-from engine.evaluation.data import Case, Passage
-from engine.evaluation.runner import Evaluation, RunConfig
-from engine.evaluation.textmatch import contains_answer, rouge_l_f1
 from tests.evaluation.conftest import FILLER, HashEmbedder
 
 QUESTION = "How many episodes are in season four of the harbour drama Dockside?"

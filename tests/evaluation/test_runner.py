@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pytest
 
 import main
+from bench.evaluation.metrics import METRICS
+from bench.evaluation.report import metrics_table, summary, write_outputs
+from bench.evaluation.runner import METHODS, Evaluation, RunConfig
 from engine.config import RetrievalSettings
 from engine.errors import InputError
-from engine.evaluation.report import metrics_table, summary, write_outputs
-from engine.evaluation.runner import METHODS, Evaluation, RunConfig
-from engine.evaluation.metrics import METRICS
 
 SETTINGS = {"attack": "agent", "collude": True, "retrievers": 5, "byzantine": 2, "k": 5, "form": "both"}
 
@@ -135,7 +135,7 @@ def test_cli_rejects_an_unknown_attack(capsys):
 
 
 def test_split_selects_cases_and_metrics_are_reported_per_split(hash_embedders):
-    from engine.evaluation.splits import split_of
+    from bench.evaluation.splits import split_of
     from tests.evaluation.conftest import make_case
     many = [make_case(n) for n in range(8)]
     dev = [c.id for c in many if split_of(c.id) == "dev"]

@@ -3,7 +3,7 @@ scored per piece (overlapping windows and single sentences), so an instruction d
 still stands out. Two heads: DATA (anything an agent, document or tool supplies) and USER (the
 operator's own words, where an ordinary request is not an attack). The weights ship as
 resources/models/injection_classifier.npz (float16, well under 1 MB); `main.py gateway train` makes
-them (gateway/train.py says on what data).
+them (bench/train/gateway.py says on what data).
 
 Calibrated in training: a DATA score of 0.5 is the data operating point (GatewaySettings.data_block) and
 a USER score of USER_POINT the user one (user_escalate)."""
@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...text import shorten
 from .. import features
-from ..settings import GatewaySettings
+from ...settings.gateway import GatewaySettings
 from .base import Channel, Finding
 
 MODEL_PATH = Path(__file__).resolve().parents[3] / "resources" / "models" / "injection_classifier.npz"

@@ -30,7 +30,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...text import shorten
 from .. import features
-from ..settings import GatewaySettings
+from ...settings.gateway import GatewaySettings
 from .base import Channel, Finding
 
 RESOURCES = Path(__file__).resolve().parents[3] / "resources" / "gateway"

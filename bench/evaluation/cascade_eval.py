@@ -1,0 +1,252 @@
+"""`main.py eval cascade`: CHARM measured as the paper measures it, on real multi-hop data.
+
+Every record is run clean once and once per injected type (INJECTION_STAGE in cascade_inject);
+clean trajectories carry no injection, so they give the false-positive rate. Each trajectory is
+first run with the monitor watching only (its scores give detection, the ablation and the answer
+without CHARM), then, where the monitor fired, again with mitigation.
+
+Metrics (each counts one thing):
+- cdr: injected trajectories (where the injection changed something) flagged at a stage ≤ injection stage + 1.
+- cdd: mean stage number (1-based) of the first flag, over detected trajectories.
+- fpr: clean trajectories flagged at any stage.
+- epr: 1 − ErrEM(with CHARM and mitigation) / ErrEM(without). ErrEM is the share of injected
+  trajectories whose error reaches the output: a final answer other than the clean run's, or for
+  confidence inflation a final confidence ≥ 0.1 above the clean run's. An answer halted for review
+  does not reach the output (the halted share is reported beside it).
+- msr: of mitigated trajectories, the share whose mitigation resolved the cascade without a halt and
+  gave back the clean run's output.
+- overhead per stage: the monitors' own time at one stage boundary (mean ± sd over `runs` replays).
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from engine.cascade.monitor import CascadeMonitor
+from engine.cascade.monitors import Monitors
+from engine.settings.cascade import CascadeSettings
+from engine.cascade.trigger import trigger
+from engine.cascade.types import StageScore
+from engine.types import CascadeType
+from engine.stages.model import StageKind, Trajectory
+from engine.types import ClaimLabel
+from engine.verify.verifier import EvidenceVerifier
+from .cascade_data import CascadeRecord
+from .cascade_inject import INJECTION_STAGE, Injection
+from .cascade_run import RecordRun, RunResult
+from .splits import split_of
+from .textmatch import contains_answer
+
+ABLATIONS = {"sfv_only": (True, False, False), "csct_only": (False, True, False), "cpm_only": (False, False, True),
+             "sfv_csct": (True, True, False), "sfv_cpm": (True, False, True), "csct_cpm": (False, True, True),
+             "full": (True, True, True)}
+CONFIDENCE_ERROR = 0.1
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Row:
+    record_id: str
+    dataset: str
+    split: str
+    shape: str
+    injected: CascadeType | None
+    took_effect: bool
+    scores: tuple[StageScore, ...]            # the watching run
+    propagated_without: bool
+    propagated_with: bool
+    halted_with: bool
+    mitigated: bool
+    mitigation_success: bool
+    baseline_fired: bool
+    gold_clean: bool
+    gold_with: bool
+    mitigation: str = ""
+
+
+@dataclass
+class Collected:
+    rows: list[Row] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)    # watching runs, for the timing replays
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _propagated(kind: CascadeType | None, result: RunResult, clean: RunResult) -> bool:
+    if result.halted:
+        return False
+    if kind is CascadeType.CONFIDENCE_INFLATION:
+        return result.confidence - clean.confidence >= CONFIDENCE_ERROR or _norm(result.answer) != _norm(clean.answer)
+    return _norm(result.answer) != _norm(clean.answer)
+
+
+def output_level_fires(result: RunResult, verifier: EvidenceVerifier) -> bool:
+    """The baseline: the final answer's claims against the evidence the pipeline handed to it, and
+    nothing else (no stage boundaries, no consensus pool)."""
+    final = result.trajectory.stages[-1]
+    evidence = [c for s in result.trajectory.stages if s.kind is StageKind.REASON for c in s.evidence]
+    if not final.claims:
+        return False
+    return any(verifier.judge_sync(c.text, evidence).label is not ClaimLabel.SUPPORTED for c in final.claims)
+
+
+def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSettings, *,
+            progress: Progress | None = None, seed: int = 0, variant: str = "standard") -> Collected:
+    monitors = Monitors(embedder, settings)
+    baseline = EvidenceVerifier(embedder, name="output-level")
+    out = Collected()
+    for n, record in enumerate(records, 1):
+        run = RecordRun(record, embedder)
+        watch = CascadeMonitor(monitors, settings, mitigate=False)
+        clean = run.run(None, watch)
+        out.trajectories.append(clean.trajectory)
+        split = split_of(record.id)
+        gold = lambda text: any(contains_answer(text, a) for a in record.answers)   # noqa: E731
+        out.rows.append(Row(record.id, record.dataset, split, run.decomposition.shape.value, None, False,
+                            tuple(watch.scores), False, False, False, False, False,
+                            output_level_fires(clean, baseline), gold(clean.answer), gold(clean.answer)))
+        for kind in CascadeType:
+            injection = Injection(kind, seed, variant)
+            watch = CascadeMonitor(monitors, settings, mitigate=False)
+            watched = run.run(injection, watch)
+            out.trajectories.append(watched.trajectory)
+            fired = any(s.fired for s in watch.scores)
+            if fired:
+                acting = CascadeMonitor(monitors, settings)
+                mitigated = run.run(injection, acting, max_reruns=settings.max_reruns)
+                outcome = acting.outcome()
+                mitigation = outcome.mitigation.value
+            else:
+                mitigated, mitigation = watched, ""
+            without = _propagated(kind, watched, clean)
+            with_charm = _propagated(kind, mitigated, clean)
+            success = fired and not mitigated.halted and not with_charm
+            out.rows.append(Row(record.id, record.dataset, split, run.decomposition.shape.value, kind,
+                                watched.injected, tuple(watch.scores), without, with_charm, mitigated.halted,
+                                fired, success, output_level_fires(watched, baseline), gold(clean.answer),
+                                gold(mitigated.answer), mitigation))
+        if progress:
+            progress(n, len(records), record.id)
+    return out
+
+
+def detected(scores: Sequence[StageScore], kind: CascadeType | None, settings: CascadeSettings,
+             use: tuple[bool, bool, bool] = (True, True, True)) -> int | None:
+    """The first stage index flagged (None: never), re-deciding the trigger with some monitors off."""
+    for s in scores:
+        if trigger(s.a_sfv, s.a_csct, s.a_cpm, s.stage, settings, use=use).fired:
+            return s.index
+    return None
+
+
+def metrics(rows: Sequence[Row], settings: CascadeSettings, use=(True, True, True)) -> dict:
+    injected = [r for r in rows if r.injected is not None and r.took_effect]
+    clean = [r for r in rows if r.injected is None]
+    hits, stages = 0, []
+    by_type: dict[str, dict] = {}
+    for kind in CascadeType:
+        of_kind = [r for r in injected if r.injected is kind]
+        found = [detected(r.scores, kind, settings, use) for r in of_kind]
+        ok = [f for f in found if f is not None and f <= INJECTION_STAGE[kind] + 1]
+        by_type[kind.value] = {"n": len(of_kind), "cdr": _share(len(ok), len(of_kind)),
+                               "cdd": round(statistics.mean(f + 1 for f in ok), 2) if ok else None}
+        hits += len(ok)
+        stages += [f + 1 for f in ok]
+    fp = sum(detected(r.scores, None, settings, use) is not None for r in clean)
+    return {"n_injected": len(injected), "n_clean": len(clean), "by_type": by_type,
+            "cdr": _share(hits, len(injected)), "fpr": _share(fp, len(clean)),
+            "cdd": round(statistics.mean(stages), 2) if stages else None}
+
+
+def propagation(rows: Sequence[Row]) -> dict:
+    injected = [r for r in rows if r.injected is not None and r.took_effect]
+    without = sum(r.propagated_without for r in injected)
+    with_charm = sum(r.propagated_with for r in injected)
+    mitigated = [r for r in injected if r.mitigated]
+    base_with = sum(r.propagated_without and not r.baseline_fired for r in injected)
+    return {"err_without": _share(without, len(injected)), "err_with": _share(with_charm, len(injected)),
+            "epr": round(1 - with_charm / without, 3) if without else None,
+            "halted": _share(sum(r.halted_with for r in injected), len(injected)),
+            "msr": _share(sum(r.mitigation_success for r in mitigated), len(mitigated)),
+            "baseline_epr": round(1 - base_with / without, 3) if without else None}
+
+
+def baseline(rows: Sequence[Row]) -> dict:
+    injected = [r for r in rows if r.injected is not None and r.took_effect]
+    clean = [r for r in rows if r.injected is None]
+    return {"cdr": _share(sum(r.baseline_fired for r in injected), len(injected)),
+            "fpr": _share(sum(r.baseline_fired for r in clean), len(clean)),
+            "epr": propagation(rows)["baseline_epr"]}
+
+
+def overhead(trajectories: Sequence[Trajectory], embedder, settings: CascadeSettings, runs: int) -> tuple[float, float]:
+    """Mean and sd over `runs` replays of the monitors' time per stage boundary (mitigation off)."""
+    monitors = Monitors(embedder, settings)
+    means = []
+    for _ in range(max(1, runs)):
+        times = []
+        for trajectory in trajectories:
+            monitor = CascadeMonitor(monitors, settings, mitigate=False)
+            for i, stage in enumerate(trajectory.stages):
+                started = time.perf_counter()
+                monitor.on_stage(trajectory.upto(i + 1), stage)
+                times.append((time.perf_counter() - started) * 1000)
+        means.append(statistics.mean(times) if times else 0.0)
+    return round(statistics.mean(means), 2), round(statistics.stdev(means), 2) if len(means) > 1 else 0.0
+
+
+def summary(rows: Sequence[Row], settings: CascadeSettings, timing: tuple[float, float]) -> dict:
+    """The issue's JSON shape, for one group of rows."""
+    found = metrics(rows, settings)
+    spread = propagation(rows)
+    return {"n_injected": found["n_injected"], "n_clean": found["n_clean"], "by_type": found["by_type"],
+            "cdr": found["cdr"], "fpr": found["fpr"], "cdd": found["cdd"], "epr": spread["epr"],
+            "msr": spread["msr"], "err_without": spread["err_without"], "err_with": spread["err_with"],
+            "halted": spread["halted"],
+            "overhead_ms_per_stage_mean": timing[0], "overhead_ms_per_stage_sd": timing[1],
+            "ablation": {name: {k: v for k, v in metrics(rows, settings, use).items() if k in ("cdr", "fpr")}
+                         for name, use in ABLATIONS.items()},
+            "output_level_baseline": baseline(rows),
+            "gold_in_answer": {"clean": _share(sum(r.gold_clean for r in rows if r.injected is None),
+                                                sum(r.injected is None for r in rows))}}
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
+THETAS = (0.35, 0.45, 0.5, 0.55, 0.6, 0.65, 0.75)
+GATES = (0.2, 0.3, 0.5, 0.7, 1.01)
+
+
+def sweep(rows: Sequence[Row], settings: CascadeSettings) -> dict:
+    """Detection and false positives as θ and the confidence gate move (the other held at its setting);
+    a gate of 1.01 never fires, which is the paper's trigger alone."""
+    out = {"theta": {}, "cpm_gate": {}}
+    for theta in THETAS:
+        found = metrics(rows, dataclasses.replace(settings, theta=theta))
+        out["theta"][str(theta)] = {"cdr": found["cdr"], "fpr": found["fpr"]}
+    for gate in GATES:
+        found = metrics(rows, dataclasses.replace(settings, cpm_gate=gate))
+        out["cpm_gate"][str(gate)] = {"cdr": found["cdr"], "fpr": found["fpr"],
+                                      "confidence_inflation_cdr": found["by_type"]["confidence_inflation"]["cdr"]}
+    return out
+
+
+def groups(rows: Sequence[Row], settings: CascadeSettings, timing: tuple[float, float]) -> dict:
+    """The issue's JSON for all rows, then per data set and split (HotpotQA dev is where it was tuned)."""
+    out = summary(rows, settings, timing)
+    out["sweep_hotpotqa_dev"] = sweep([r for r in rows if r.dataset == "hotpotqa" and r.split == "dev"], settings)
+    out["groups"] = {}
+    for dataset in sorted({r.dataset for r in rows}):
+        for split in ("dev", "test"):
+            chosen = [r for r in rows if r.dataset == dataset and r.split == split]
+            if chosen:
+                out["groups"][f"{dataset}/{split}"] = summary(chosen, settings, timing)
+    return out
