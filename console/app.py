@@ -18,8 +18,7 @@ from typing import Awaitable, Callable
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from engine import Engine, EngineSettings, FleetConfig
-from engine.untrusted import quoted_log_handler
+from engine import Engine, EngineSettings, FleetConfig, quoted_log_handler
 
 from .main_window import MainWindow
 from .service import EngineService, Phase

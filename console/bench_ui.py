@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.bench.measure import quantile as percentile
+from engine import quantile as percentile
 
 _IMPORTED_AT = time.perf_counter()
 _MARKS: dict[str, float] = {"main.py built its parser": _IMPORTED_AT}     # startup moments, perf_counter
@@ -51,7 +51,7 @@ _QT_LOOP = "run_forever (qasync/__init__.py"
 
 
 def add_ui_parser(kinds) -> argparse.ArgumentParser:
-    """`bench ui`, among the sub-commands of engine.bench.cli's `bench` parser."""
+    """`bench ui`, among the sub-commands of bench.perf.cli's `bench` parser."""
     ui = kinds.add_parser("ui", help="event-loop stalls (p50, p99, max) of the real console while demo traffic "
                                      "runs, and the time until the window is shown")
     ui.add_argument("--rate", type=float, default=5.0, help="demo questions a second (default 5)")
@@ -76,7 +76,7 @@ def add_ui_parser(kinds) -> argparse.ArgumentParser:
 def run(args) -> int:
     _MARKS["command dispatched"] = time.perf_counter()
     from engine import InputError
-    from engine.demo import check_rate
+    from engine import check_rate
     try:
         check_rate(args.rate)
         if not args.seconds > 0:
@@ -265,7 +265,7 @@ def _run(args) -> int:
     started_at, started_from = process_started_at()
     # The order main.py follows for the console: the fleet and settings files, console.app, run_console.
     from engine import load_fleet, load_settings
-    from engine.demo import default_max_in_flight
+    from engine import default_max_in_flight
     corpus = getattr(args, "corpus", None)
     fleet_path = getattr(args, "fleet", None)
     fleet = load_fleet(fleet_path, corpus_dir=corpus.resolve() if corpus else None)

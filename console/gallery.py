@@ -49,8 +49,7 @@ def run(args) -> int:
         print(f"--questions {args.questions}: expected 0 or more", file=sys.stderr)
         return EXIT_BAD_INPUT
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")    # before QApplication exists
-    from engine import load_fleet, load_settings
-    from engine.demo import load_demo_questions
+    from engine import RiskTier, load_demo_questions, load_fleet, load_settings
 
     from .app import run_console
 
@@ -59,8 +58,8 @@ def run(args) -> int:
     questions = load_demo_questions()
     # A high-risk one first (the approval queue), then medium ones: those ask the whole fleet, so the liars
     # are caught and the trust plot moves; then the rest in file order.
-    high = [q for q in questions if q.tier.value == "high"][:1]
-    rest = sorted((q for q in questions if q not in high), key=lambda q: q.tier.value != "medium")
+    high = [q for q in questions if q.tier is RiskTier.HIGH][:1]
+    rest = sorted((q for q in questions if q not in high), key=lambda q: q.tier is not RiskTier.MEDIUM)
     picked = high + rest[:max(args.questions - len(high), 0)]
     with tempfile.TemporaryDirectory(prefix="quorum-gallery-") as tmp:
         from .settings import use_scratch_settings      # the first-start layout, never the saved one

@@ -31,8 +31,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QStyle, QSystemTrayIcon
 
-from engine.alerts import AlertRow, Severity, label_of
-from engine.alerts.plain import plain
+from engine import AlertRow, Severity, alert_plain, label_of
 
 from .untrusted import visible
 
@@ -123,13 +122,13 @@ def notifies(alert: AlertRow) -> bool:
 
 
 def title_of(alert: AlertRow) -> str:
-    agent = plain(alert.agent_id, 40) or "engine"
-    return plain(f"Quorum: {label_of(alert.kind)} — {agent}", TITLE_CHARS)
+    agent = alert_plain(alert.agent_id, 40) or "engine"
+    return alert_plain(f"Quorum: {label_of(alert.kind)} — {agent}", TITLE_CHARS)
 
 
 def body_of(alert: AlertRow, more: int) -> str:
     extra = f" (and {more} more)" if more else ""
-    return plain(alert.message, BODY_CHARS - len(extra)) + extra
+    return alert_plain(alert.message, BODY_CHARS - len(extra)) + extra
 
 
 class Notifier(QObject):

@@ -79,7 +79,7 @@ async def seed_demo(engine, trace_id: str, operator: str = DEMO_OPERATOR) -> dic
     through the broker, and three refused or failed calls. Returns the ids worth selecting."""
     from uuid import uuid4
 
-    from engine.types import ToolRequest
+    from engine import ToolRequest
 
     memory, tools = engine.memory, engine.tools
     poisoned, copied = uuid4().hex, uuid4().hex          # two later traces (agents' messages outside a question)

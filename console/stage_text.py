@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from engine.cascade.types import CascadeOutcome, CascadeType
-from engine.stages.model import StageKind, StageResult
+from engine import CascadeOutcome, CascadeType, StageKind, StageResult
 
 RERUN_MARK = "↻"       # a stage run again after a mitigation (attempt > 0)
 

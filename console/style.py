@@ -10,16 +10,22 @@ their HTML. Panel code never writes a colour value: HTML takes `css(tones().mute
 from __future__ import annotations
 
 import enum
+import functools
+import logging
 import os
+import string
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QFontInfo, QFontMetricsF, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QTableView
 
-from engine import AgentState, CallStatus, FaultKind, Verdict
+from engine import AgentState, CallStatus, FaultKind, PassageFlag, Verdict
+
+log = logging.getLogger(__name__)
 
 
 class Scheme(enum.Enum):
@@ -55,7 +61,7 @@ class Tones:
     highlight_tint: QColor      # edited words in a diff
     grid: QColor                # table header borders
     header: QColor              # table header background
-    chips: Mapping[str, tuple[QColor, QColor]]   # secure retrieval's flags: (background, text)
+    chips: Mapping[PassageFlag, tuple[QColor, QColor]]   # secure retrieval's flags: (background, text)
     other_chip: tuple[QColor, QColor]
     badges: Mapping[Verdict, tuple[QColor, QColor]]
     lines: tuple[QColor, ...]   # one per agent on the Trust plot: none of them red (quarantine owns red)
@@ -65,7 +71,7 @@ class Tones:
     toast: tuple[QColor, QColor] = field(default=(QColor("#b71c1c"), QColor("#ffffff")))
 
 
-_FLAGS = ("echo", "tampered", "disputed", "inconsistent", "outlier")
+_FLAGS = (PassageFlag.ECHO, PassageFlag.TAMPERED, PassageFlag.DISPUTED, PassageFlag.INCONSISTENT, PassageFlag.OUTLIER)
 
 LIGHT = Tones(
     scheme=Scheme.LIGHT, base=_c("#ffffff"), window=_c("#efefef"), text=_c("#1a1a1a"),
@@ -157,12 +163,12 @@ def theme_signals() -> ThemeSignals:
 
 # --- what a state means and how it looks -----------------------------------------------------
 FLAG_MEANINGS = {
-    "echo": "one of several near-duplicate passages pushing a claim nothing independent corroborates "
-            "(the PoisonedRAG signature)",
-    "tampered": "a near-copy of a better-supported passage with different numbers, names or polarity",
-    "disputed": "another text under the same chunk id had more support",
-    "inconsistent": "two of its own sentences say nearly the same thing with different numbers or polarity",
-    "outlier": "in no cluster, off the question's topic, and returned by too few retrievers",
+    PassageFlag.ECHO: "one of several near-duplicate passages pushing a claim nothing independent corroborates "
+                      "(the PoisonedRAG signature)",
+    PassageFlag.TAMPERED: "a near-copy of a better-supported passage with different numbers, names or polarity",
+    PassageFlag.DISPUTED: "another text under the same chunk id had more support",
+    PassageFlag.INCONSISTENT: "two of its own sentences say nearly the same thing with different numbers or polarity",
+    PassageFlag.OUTLIER: "in no cluster, off the question's topic, and returned by too few retrievers",
 }
 TRUST_STATE_MEANINGS = {
     "active": "takes work at every risk tier its score allows",
@@ -203,11 +209,11 @@ def fault_colour(fault: FaultKind) -> QColor:
     return _current.muted if fault is FaultKind.NONE else _current.bad
 
 
-def flag_chip_colours(flag: str) -> tuple[QColor, QColor]:
+def flag_chip_colours(flag: PassageFlag) -> tuple[QColor, QColor]:
     return _current.chips.get(flag, _current.other_chip)
 
 
-def flag_meaning(flag: str) -> str:
+def flag_meaning(flag: PassageFlag) -> str:
     return FLAG_MEANINGS.get(flag, "flagged by secure retrieval")
 
 
@@ -237,8 +243,41 @@ def scaled_font(base: QFont, factor: float, bold: bool = False) -> QFont:
     return font
 
 
+# The font code is set in ships with the console: the system's "monospace" may be a family Qt does not call fixed
+# pitch although its glyphs share one advance (Noto Sans Mono), and CI's machine has no fonts at all.
+CODE_FONT_FILE = Path(__file__).resolve().parents[1] / "resources" / "fonts" / "DejaVuSansMono.ttf"
+_MONOSPACE_SAMPLE = string.ascii_letters + string.digits + string.punctuation + " "
+
+
 def monospace_font() -> QFont:
-    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    """The font for code, hashes and keys, at the size of the system's fixed font."""
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    family = _code_family()
+    if family:
+        font.setFamily(family)
+    font.setStyleHint(QFont.StyleHint.TypeWriter)
+    font.setFixedPitch(True)
+    return font
+
+
+@functools.cache
+def _code_family() -> str:
+    """The shipped font, registered the first time code is set (the app's start and tests alike); failing that, the
+    first installed family whose glyphs measure one advance; "" leaves the system's fixed font."""
+    loaded = QFontDatabase.addApplicationFont(str(CODE_FONT_FILE))
+    if loaded >= 0 and QFontDatabase.applicationFontFamilies(loaded):
+        return QFontDatabase.applicationFontFamilies(loaded)[0]
+    log.warning("the console's code font %s did not load; measuring the installed fonts", CODE_FONT_FILE)
+    system = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()
+    return next((family for family in (system, *QFontDatabase.families()) if _measures_monospaced(family)), "")
+
+
+def _measures_monospaced(family: str) -> bool:
+    font = QFont(family)
+    if QFontInfo(font).family() != family:          # not installed: Qt answered with another family
+        return False
+    metrics = QFontMetricsF(font)
+    return len({metrics.horizontalAdvance(ch) for ch in _MONOSPACE_SAMPLE}) == 1
 
 
 MEASURED_ROWS = 60

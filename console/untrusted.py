@@ -21,7 +21,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextBrowser, QWidget
 
-from engine.untrusted import LINE_BREAK_MARK, one_line, visible
+from engine import LINE_BREAK_MARK, one_line, visible
 
 __all__ = ["LINE_BREAK_MARK", "PlainLabel", "PlainPane", "RichLabel", "SafeBrowser", "cell", "html_text", "tooltip",
            "visible"]

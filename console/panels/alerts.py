@@ -24,8 +24,7 @@ from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView,
                                QPushButton, QVBoxLayout, QWidget)
 
-from engine.alerts import KINDS, AlertRow, Severity, Silence
-from engine.alerts.plain import plain
+from engine import AlertRow, KINDS, Severity, Silence, alert_plain
 
 from .. import style
 from ..batch import Coalescer
@@ -37,6 +36,7 @@ from .alerts_forms import AcknowledgeForm, SilenceForm, ids_text
 from .alerts_model import (AGENT_COLUMN, ENGINE_AGENT, KIND_COLUMN, MESSAGE_COLUMN, SEVERITY_COLUMN,
                            SILENCE_WHY_COLUMN, STATUS_COLUMN, TIME_COLUMN, TRACE_COLUMN, AlertsFilter, AlertsModel,
                            SilencesModel, detail_text, silence_target, status_text, until_text)
+from .base import EnginePanel
 
 __all__ = ["AGENT_COLUMN", "KIND_COLUMN", "MESSAGE_COLUMN", "SEVERITY_COLUMN", "STATUS_COLUMN", "TIME_COLUMN",
            "TRACE_COLUMN", "AlertsModel", "AlertsPanel", "status_text"]
@@ -61,17 +61,15 @@ def _combo(tip: str) -> QComboBox:
     return combo
 
 
-class AlertsPanel(QWidget):
+class AlertsPanel(EnginePanel):
     sig_open_changed = Signal(int)          # unacknowledged alerts listed (muted ones included)
     sig_loud_changed = Signal(int)          # unacknowledged and not muted: what should get a person's attention
     sig_agent_selected = Signal(str)        # the agent of the alert the operator picked
 
     def __init__(self, service: EngineService, parent: QWidget | None = None, *,
                  clock: Callable[[], float] = time.time) -> None:
-        super().__init__(parent)
-        self._service = service
+        super().__init__(service, parent)
         self._clock = clock
-        self._accepting = service.ready
         self._programmatic = False      # a selection the panel made itself is not the operator's choice of agent
         self._batching = False          # rows going in one by one: count them once, at the end
         self._silences: tuple[Silence, ...] = ()      # active as last known
@@ -183,7 +181,7 @@ class AlertsPanel(QWidget):
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.table.clicked.connect(self._on_clicked)        # a click on the row already current still picks its agent
         self.table.doubleClicked.connect(lambda _index: self.open_selected_trace())
-        self.silences_table.selectionModel().currentRowChanged.connect(self._refresh_buttons)
+        self.silences_table.selectionModel().currentRowChanged.connect(self.refresh_buttons)
         self.acknowledge_button.clicked.connect(self.acknowledge_selected)
         self.silence_button.clicked.connect(self.silence_selected)
         self.trace_button.clicked.connect(self.open_selected_trace)
@@ -199,8 +197,6 @@ class AlertsPanel(QWidget):
         alerts.sig_silences.connect(self.show_silences)
         alerts.sig_acknowledge_done.connect(self._on_acknowledge_done)
         alerts.sig_silence_failed.connect(self._on_silence_failed)
-        service.sig_ready.connect(self._on_ready)
-        service.sig_stopping.connect(self._on_stopping)
         for signal in (self.model.modelReset, self.model.rowsInserted, self.model.rowsRemoved, self.model.dataChanged):
             signal.connect(self._on_model_changed)
         for signal in (self.proxy.modelReset, self.proxy.rowsInserted, self.proxy.rowsRemoved,
@@ -261,7 +257,7 @@ class AlertsPanel(QWidget):
         if not had_selection:
             self.select_row(0)
         self._show_detail()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def show_alert(self, alert: AlertRow) -> None:
         self.add_alerts([alert])
@@ -453,7 +449,7 @@ class AlertsPanel(QWidget):
         form_ids = set(self.ack_form.ids)
         if self.ack_form.is_open() and not self.ack_form.saving and form_ids != self._open_selected_ids_set():
             self.ack_form.close_form()              # the form is about the alerts it names, not a new selection
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _open_selected_ids_set(self) -> set[int]:
         return {a.id for a in self.selected_alerts() if a.open}
@@ -466,7 +462,7 @@ class AlertsPanel(QWidget):
         if self.current_alert() is None and self.proxy.rowCount():
             self.select_row(0)
         self._show_detail()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     # --- acknowledging ---------------------------------------------------------------------
     def acknowledge_selected(self) -> None:
@@ -478,7 +474,7 @@ class AlertsPanel(QWidget):
         self._say("")
         self.action_row.hide()
         self.ack_form.open_for(ids)
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_ack_confirmed(self, ids: tuple[int, ...], comment: str) -> None:
         self._service.alerts.acknowledge(ids, comment)
@@ -508,7 +504,7 @@ class AlertsPanel(QWidget):
         self.action_row.hide()
         self.silence_form.open_for(alert.kind if alert is not None else None,
                                    alert.agent_id or None if alert is not None else None, self._agents())
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _agents(self) -> list[str]:
         """Agents a silence may name: the fleet's, and any an alert named."""
@@ -529,19 +525,15 @@ class AlertsPanel(QWidget):
             self._say(f"Alert #{alert.id} names no trace: no question raised it.", "muted")
 
     # --- state -------------------------------------------------------------------------------
-    def _on_ready(self, _agents_up: int) -> None:
-        self._accepting = True
+    def on_engine_ready(self) -> None:
         self.reload()
-        self._refresh_buttons()
 
-    def _on_stopping(self) -> None:
-        self._accepting = False
+    def on_engine_stopping(self) -> None:
         self.silence_timer.stop()
-        self._refresh_buttons()
 
     def _form_closed(self) -> None:
         self.action_row.show()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _say(self, text: str, tone: str | None = None) -> None:
         self._message_tone = tone
@@ -565,7 +557,7 @@ class AlertsPanel(QWidget):
         else:
             self.detail.setText(EMPTY_TEXT)
 
-    def _refresh_buttons(self, *_args) -> None:
+    def refresh_buttons(self, *_args) -> None:
         alert = self.current_alert()
         open_selected = [a for a in self.selected_alerts() if a.open]
         forms_closed = not self.ack_form.is_open() and not self.silence_form.is_open()
@@ -596,7 +588,7 @@ class AlertsPanel(QWidget):
                                  f"acknowledging as {self._service.operator}")
         else:
             self.summary.setText("No alerts yet")
-        self._refresh_buttons()
+        self.refresh_buttons()
         if (open_count, loud) != self._counts:
             self._counts = (open_count, loud)
             self.sig_open_changed.emit(open_count)
@@ -606,13 +598,13 @@ class AlertsPanel(QWidget):
         """The agent filter offers every agent an alert named (the engine's own work as "engine")."""
         known = {self.agent_filter.itemData(i) for i in range(1, self.agent_filter.count())}
         for agent in sorted({a.agent_id for a in self.model.records()} - known):
-            self.agent_filter.addItem(plain(agent, 40) or ENGINE_AGENT, agent)
+            self.agent_filter.addItem(alert_plain(agent, 40) or ENGINE_AGENT, agent)
 
     def _on_silences_model_changed(self, *_args) -> None:
         count = self.silences_model.rowCount()
         self.silences_title.setText(f"Active silences ({count})" if count else
                                     "No active silence: every alert notifies")
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     # --- what MainWindow reads -----------------------------------------------------------------
     def needs_attention(self) -> bool:

@@ -12,9 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QComboBox, QFrame, QLabel, QLineEdit, QPushButton, QWidget
 
-from engine.alerts import KINDS, MAX_SILENCE_S, format_duration, label_of, parse_duration
-from engine.alerts.silences import MAX_COMMENT_CHARS
-from engine.errors import InputError
+from engine import InputError, KINDS, MAX_COMMENT_CHARS, MAX_SILENCE_S, format_duration, label_of, parse_duration
 
 from .. import style
 from ..layout import hbox, inline_form_layout

@@ -18,9 +18,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyM
 from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import QApplication, QStyle
 
-from engine.alerts import KINDS, AlertRow, Severity, Silence, format_duration, label_of, muting
-from engine.alerts.kinds import kind_of
-from engine.alerts.plain import plain
+from engine import AlertRow, KINDS, Severity, Silence, alert_plain, format_duration, kind_of, label_of, muting
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel
@@ -49,12 +47,12 @@ def full_time(at: float | None) -> str:
 
 
 def short_trace(trace_id: str, keep: int = 8) -> str:
-    trace_id = plain(trace_id)
+    trace_id = alert_plain(trace_id)
     return trace_id if len(trace_id) <= keep + 2 else f"{trace_id[:keep]}…"
 
 
 def agent_text(alert: AlertRow) -> str:
-    return plain(alert.agent_id, NAME_CHARS) or ENGINE_AGENT
+    return alert_plain(alert.agent_id, NAME_CHARS) or ENGINE_AGENT
 
 
 def kind_meaning(kind: str) -> str:
@@ -65,8 +63,8 @@ def kind_meaning(kind: str) -> str:
 def status_text(alert: AlertRow) -> str:
     """open · muted by silence #n · acknowledged by X at 14:03: comment (an acknowledgement wins)."""
     if not alert.open:
-        comment = plain(alert.ack_comment, CELL_CHARS)
-        by = plain(alert.acknowledged_by or "?", NAME_CHARS)
+        comment = alert_plain(alert.ack_comment, CELL_CHARS)
+        by = alert_plain(alert.acknowledged_by or "?", NAME_CHARS)
         return f"acknowledged by {by} at {when_text(alert.acknowledged_at)}" + (f": {comment}" if comment else "")
     if alert.muted:
         return f"muted by silence #{alert.silenced_by}"
@@ -75,12 +73,12 @@ def status_text(alert: AlertRow) -> str:
 
 def detail_text(alert: AlertRow) -> str:
     """The whole alert, for a plain-text pane."""
-    trace = f"Trace: {plain(alert.trace_id)}" if alert.trace_id else "No trace: no question raised it."
+    trace = f"Trace: {alert_plain(alert.trace_id)}" if alert.trace_id else "No trace: no question raised it."
     muted = " (still listed; it only does not notify)" if alert.open and alert.muted else ""
     return "\n".join((
         f"#{alert.id} · {alert.severity.value.upper()} · {label_of(alert.kind)} · agent {agent_text(alert)} · "
         f"raised {full_time(alert.at)}",
-        plain(alert.message),
+        alert_plain(alert.message),
         kind_meaning(alert.kind),
         f"Status: {status_text(alert)}{muted}",
         trace,
@@ -134,7 +132,7 @@ def alert_columns(severity_icon) -> tuple[Column[AlertRow], ...]:
                tooltip=lambda a: kind_meaning(a.kind)),
         Column("Agent", agent_text, foreground=_tone_unless_quiet(None), bold=_loud,
                tooltip=lambda a: a.agent_id),
-        Column("Message", lambda a: plain(a.message, CELL_CHARS), foreground=_tone_unless_quiet(None),
+        Column("Message", lambda a: alert_plain(a.message, CELL_CHARS), foreground=_tone_unless_quiet(None),
                tooltip=lambda a: a.message),
         Column("Trace", lambda a: short_trace(a.trace_id), foreground=_tone_unless_quiet(None),
                tooltip=lambda a: a.trace_id,
@@ -344,7 +342,7 @@ class AlertsFilter(QSortFilterProxyModel):
 def silence_target(silence: Silence) -> str:
     """What it mutes: 'injection blocked from ret-web', 'every kind from gen-a', 'agent down from any agent'."""
     kind = label_of(silence.kind) if silence.kind is not None else "every kind"
-    agent = plain(silence.agent_id, NAME_CHARS) if silence.agent_id is not None else "any agent"
+    agent = alert_plain(silence.agent_id, NAME_CHARS) if silence.agent_id is not None else "any agent"
     return f"{kind} · {agent}"
 
 
@@ -357,11 +355,11 @@ SILENCE_COLUMNS: tuple[Column[Silence], ...] = (
     Column("Mutes", silence_target, bold=lambda s: True,
            tooltip=lambda s: (f"{silence_target(s)}: matching alerts are still recorded and "
                               "listed, they only do not notify")),
-    Column("By", lambda s: plain(s.created_by, NAME_CHARS), tooltip=lambda s: s.created_by),
+    Column("By", lambda s: alert_plain(s.created_by, NAME_CHARS), tooltip=lambda s: s.created_by),
     Column("Until", until_text, align=RIGHT,
            tooltip=lambda s: f"from {full_time(s.created_at)} to {full_time(s.ends_at)} "
                              f"({format_duration(s.ends_at - s.created_at)})"),
-    Column("Why", lambda s: plain(s.comment, CELL_CHARS), tooltip=lambda s: s.comment),
+    Column("Why", lambda s: alert_plain(s.comment, CELL_CHARS), tooltip=lambda s: s.comment),
 )
 SILENCE_WHY_COLUMN = 4
 

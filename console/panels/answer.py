@@ -11,9 +11,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGroupBox, QHBoxLayout
                                QListWidgetItem, QScrollArea, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
-from engine import AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict
-from engine.participation import summary as participation_summary
-from engine.review import needs_review
+from engine import (AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict, needs_review,
+                    participation_summary)
 
 from .. import style
 from ..stage_text import outcome_text, stage_chain

@@ -21,8 +21,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFrame, QHBoxLayout, QHeaderView,
                                QLineEdit, QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
 
-from engine import RiskTier
-from engine.review import APPROVE_REASONS, OTHER, REJECT_REASONS, DecisionOutcome, ReviewItem, ReviewStatus
+from engine import APPROVE_REASONS, DecisionOutcome, OTHER, REJECT_REASONS, ReviewItem, ReviewStatus, RiskTier
 
 from .. import style, untrusted
 from ..batch import Coalescer
@@ -33,6 +32,7 @@ from .approvals_detail import claim_mark, item_html
 from .approvals_model import (MAX_COLUMN_WIDTH, QUESTION_COLUMN, REVIEW_COLUMNS, STATUS_TONES, AgeFilter,
                               ReviewFilter, ReviewFilterProxy, ReviewModel, StatusFilter, answer_cell, decision_text,
                               queue_order, when_text)
+from .base import EnginePanel
 from .shown import ShownMixin
 
 __all__ = ["ApprovalsPanel", "DecisionForm", "ReviewModel", "ReviewFilterProxy", "REVIEW_COLUMNS", "item_html",
@@ -235,15 +235,13 @@ arrows pick a reason, typing goes to the note, Enter confirms, Escape cancels. "
                               "and goes into the audit trail under your name.")
 
 
-class ApprovalsPanel(ShownMixin, QWidget):
+class ApprovalsPanel(ShownMixin, EnginePanel):
     sig_pending_changed = Signal(int)       # how many items wait for an operator
 
     def __init__(self, service: EngineService, parent: QWidget | None = None, *,
                  clock: Callable[[], float] = time.time) -> None:
-        super().__init__(parent)
-        self._service = service
+        super().__init__(service, parent)
         self._clock = clock
-        self._accepting = service.ready
         self._every_decision = False        # the status filter asked for older decisions than the first read
         self._deciding: tuple[int, ...] = ()    # items of the decision under way
         self._order_before: list[int] = []      # the view's item ids when it was confirmed (to find the next one)
@@ -333,8 +331,6 @@ class ApprovalsPanel(ShownMixin, QWidget):
             combo.currentIndexChanged.connect(self._apply_filter)
         self.form.sig_confirmed.connect(self._on_confirmed)
         self.form.sig_cancelled.connect(self._form_cancelled)
-        service.sig_ready.connect(self._on_ready)
-        service.sig_stopping.connect(self._on_stopping)
         reviews = service.reviews
         reviews.sig_changed.connect(self.show_item)
         reviews.sig_loaded.connect(self.show_items)
@@ -387,7 +383,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
         current = self.current_item()
         if current is not None and current.id == item.id:
             self._show_detail(current)
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _form_target_decided_elsewhere(self, item: ReviewItem) -> None:
         """Someone (the CLI, another console) decided an item the open form was about: the form closes."""
@@ -549,7 +545,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
         self._show_message("")
         self.action_row.hide()
         self.form.open_for(pending, approve, skipped)
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _cancel_form(self) -> None:
         if self.form.isVisible() and not self.form.saving:
@@ -561,7 +557,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
 
     def _form_closed(self) -> None:
         self.action_row.show()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_confirmed(self, item_ids: tuple[int, ...], approve: bool, reason: str, note: str) -> None:
         self._deciding = tuple(item_ids)
@@ -572,7 +568,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
                    else reviews.decide_many(item_ids, approve, reason, note))
         if started is None:
             self._deciding = ()      # refused at once: sig_failed / sig_many_failed told the form why
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_failed(self, item_id: int, message: str) -> None:
         if self.form.isVisible() and self.form.item_ids == (item_id,):
@@ -580,7 +576,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
             self.form.failed(message)
         else:
             self._show_message(toned_html("bad", f"#{item_id}: {message}"))
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_decided_many(self, outcomes: tuple[DecisionOutcome, ...]) -> None:
         ids = {int(o.item_id) for o in outcomes}
@@ -598,7 +594,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
             self.select_items(int(o.item_id) for o in failed)
         else:
             self.select_next_pending_after(self._order_before, ids)
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_many_failed(self, item_ids: tuple[int, ...], message: str) -> None:
         if self.form.isVisible() and set(self.form.item_ids) == set(item_ids):
@@ -606,22 +602,16 @@ class ApprovalsPanel(ShownMixin, QWidget):
             self.form.failed(message)
         else:
             self._show_message(toned_html("bad", f"{ids_text(item_ids)}: {message}"))
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     # --- state -----------------------------------------------------------------------------
-    def _on_ready(self, _agents_up: int) -> None:
-        self._accepting = True
+    def on_engine_ready(self) -> None:
         self.reload()
-        self._refresh_buttons()
-
-    def _on_stopping(self) -> None:
-        self._accepting = False
-        self._refresh_buttons()
 
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         item = self.proxy.record(current.row()) if current.isValid() and current.row() < self.proxy.rowCount() else None
         self._show_detail(item)
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_selection_changed(self, *_args) -> None:
         """The form is about the items selected when it opened: another choice of items closes it."""
@@ -630,7 +620,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
             self.form.close_form()
             self._show_message("")
         self._refresh_selection_line()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _refresh_selection_line(self) -> None:
         selected = self.selected_items()
@@ -661,7 +651,7 @@ class ApprovalsPanel(ShownMixin, QWidget):
     def _show_message(self, text: str) -> None:
         self.message.setText(text)
 
-    def _refresh_buttons(self, *_args) -> None:
+    def refresh_buttons(self, *_args) -> None:
         selected = self.selected_items()
         pending = [i for i in selected if i.pending]
         can = self._accepting and bool(pending) and not self.form.isVisible()

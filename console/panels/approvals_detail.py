@@ -10,9 +10,8 @@ Colours are the style's tones, read when the page is built (the panel rebuilds i
 """
 from __future__ import annotations
 
-from engine import RiskTier, Verdict
-from engine.review import AgentSummary, CascadeSummary, ClaimSummary, ReviewItem, StageScoreSummary
-from engine.stages.model import StageKind
+from engine import (AgentSummary, CascadeSummary, ClaimSummary, ReviewItem, RiskTier, StageKind, StageScoreSummary,
+                    Verdict)
 
 from .. import style
 from ..stage_text import stage_label
@@ -167,7 +166,7 @@ def agent_outcome(agent: AgentSummary) -> tuple[str, str]:
         text = f"{'gave the answer' if agent.gave_answer else 'answered'} · support {agent.support_rate:.0%}"
         if agent.challenge:
             text += f" · challenge {agent.challenge}"
-        failed = agent.support_rate < 0.8 or agent.challenge.startswith("failed")
+        failed = agent.support_rate < 0.8 or bool(agent.challenge_outcome and agent.challenge_outcome.failed)
         return text, "good" if agent.gave_answer else "bad" if failed else "text"
     if agent.role == "verifier":
         return f"labelled {agent.votes} claim(s)", "text"

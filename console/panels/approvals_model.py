@@ -15,8 +15,7 @@ from typing import Callable, Iterable
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel
 
-from engine import RiskTier
-from engine.review import ReviewItem, ReviewStatus
+from engine import ReviewItem, ReviewStatus, RiskTier
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel

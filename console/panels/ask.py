@@ -9,16 +9,15 @@ from engine import Answer, RiskTier
 from .. import style
 from ..service import AUTO_TIER, EngineService
 from .answer import AnswerView
+from .base import EnginePanel
 from .progress import StageProgressView
 
 TIERS = (AUTO_TIER,) + tuple(t.value for t in RiskTier)
 
 
-class AskPanel(QWidget):
+class AskPanel(EnginePanel):
     def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._service = service
-        self._accepting = service.ready    # False until sig_ready, and again once shutdown starts
+        super().__init__(service, parent)
         self._busy = False
 
         self.question = QLineEdit()
@@ -51,13 +50,11 @@ class AskPanel(QWidget):
 
         self.ask_button.clicked.connect(self.submit)
         self.question.returnPressed.connect(self.submit)
-        service.sig_ready.connect(self._on_ready)
-        service.sig_stopping.connect(self._on_stopping)
         service.questions.sig_asked.connect(self.progress.start)
         service.questions.sig_progress.connect(self.progress.on_progress)
         service.questions.sig_answer.connect(self.show_answer)
         service.questions.sig_finished.connect(self._on_question_finished)
-        self._refresh()
+        self.refresh_buttons()
 
     def submit(self) -> None:
         if not self.ask_button.isEnabled():    # Enter while disabled must not sneak a question in
@@ -71,14 +68,8 @@ class AskPanel(QWidget):
         self.answer_view.show_answer(answer)
 
     # --- state -----------------------------------------------------------------------------
-    def _on_ready(self, _agents_up: int) -> None:
-        self._accepting = True
-        self._refresh()
+    def on_engine_ready(self) -> None:
         self.question.setFocus()
-
-    def _on_stopping(self) -> None:
-        self._accepting = False
-        self._refresh()
 
     def _on_question_finished(self, ok: bool) -> None:
         self._set_busy(False)
@@ -86,12 +77,12 @@ class AskPanel(QWidget):
 
     def _set_busy(self, busy: bool) -> None:
         self._busy = busy
-        self._refresh()
+        self.refresh_buttons()
 
     def focus_target(self) -> QWidget:
         return self.question
 
-    def _refresh(self) -> None:
+    def refresh_buttons(self, *_args) -> None:
         self.ask_button.setEnabled(self._accepting and not self._busy)
         if not self._accepting and not self._busy:
             self.ask_button.setToolTip("Waiting for the fleet to be ready")

@@ -30,8 +30,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (QComboBox, QDateTimeEdit, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPushButton, QVBoxLayout, QWidget)
 
-from engine import InputError
-from engine.store.audit_log import AuditFilter, AuditRow, ChainStatus
+from engine import AuditFilter, AuditRow, ChainStatus, InputError
 
 from .. import style, untrusted
 from ..layout import list_table, splitter
@@ -39,6 +38,7 @@ from ..service import EngineService
 from ..untrusted import PlainLabel, PlainPane, cell
 from .audit_model import (ACTOR_COLUMN, ANY, PAYLOAD_COLUMN, SEQ_COLUMN, TIME_COLUMN, TRACE_COLUMN, TYPE_COLUMN,
                           AuditModel, details_text, kind_choices)
+from .base import EnginePanel
 from .memory import titled
 from .shown import ShownMixin
 
@@ -58,14 +58,13 @@ def _clock_text(at: float) -> str:
     return datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
 
 
-class AuditPanel(ShownMixin, QWidget):
+class AuditPanel(ShownMixin, EnginePanel):
     sig_open_trace = Signal(str)            # a trace id the operator wants to see whole (the main window's trace view)
     sig_chain_checked = Signal(bool)        # the chain was verified (intact?): the dock title may change
 
     def __init__(self, service: EngineService, parent: QWidget | None = None, *,
                  clock: Callable[[], float] = time.time) -> None:
-        super().__init__(parent)
-        self._service = service
+        super().__init__(service, parent)
         self._clock = clock
         self.limit = LIMIT
         self._asked: AuditFilter | None = None      # the filter of the last load: older answers are dropped
@@ -180,7 +179,6 @@ class AuditPanel(ShownMixin, QWidget):
         audit.sig_exported.connect(self._on_exported)
         audit.sig_export_failed.connect(self._on_export_failed)
         audit.sig_changed.connect(self._on_trail_changed)
-        service.sig_ready.connect(self._on_ready)
         style.theme_signals().sig_changed.connect(self._repaint_labels)
 
         self._say(self.summary, "The audit trail is read when the engine is ready.", "muted")
@@ -304,7 +302,7 @@ class AuditPanel(ShownMixin, QWidget):
         """The trail has grown (or the engine was not ready) since the table was read."""
         return self._stale
 
-    def _on_ready(self, _agents_up: int) -> None:
+    def on_engine_ready(self) -> None:
         self.verify_chain()
         self._on_trail_changed()
 

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from PySide6.QtGui import QColor
 
-from engine.store.audit_log import AuditRow
+from engine import AuditRow
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel

@@ -30,9 +30,7 @@ from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QPixmap, QPolygo
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QSplitter,
                                QStackedWidget, QTableView, QVBoxLayout, QWidget)
 
-from engine import Answer
-from engine.cascade.types import CascadeOutcome, StageScore
-from engine.events import CascadeResolved, CascadeScored
+from engine import Answer, CascadeOutcome, CascadeResolved, CascadeScored, StageScore
 
 from .. import style
 from ..batch import Coalescer

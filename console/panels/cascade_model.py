@@ -11,8 +11,7 @@ from typing import Callable
 
 from PySide6.QtGui import QColor
 
-from engine.cascade.types import CascadeOutcome, CascadeType, StageScore
-from engine.stages.model import StageResult
+from engine import CascadeOutcome, CascadeType, StageResult, StageScore
 
 from .. import style
 from ..stage_text import outcome_status, rerun_mark, stage_label, stage_name, type_text

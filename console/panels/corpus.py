@@ -19,15 +19,14 @@ import time
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from engine.corpus import Skipped
-from engine.ingest.index import IndexPhase, IndexProgress
-from engine.ingest.manifest import IndexRecord
+from engine import IndexPhase, IndexProgress, IndexRecord, Skipped
 
 from .. import style
 from ..layout import hbox, list_table
 from ..service import EngineService
 from ..table_model import Column, RecordTableModel
 from ..untrusted import PlainLabel
+from .base import EnginePanel
 from .trust import ElidedLabel
 
 NOT_READ = "Not read yet: the engine reads its corpus when it starts"
@@ -77,12 +76,11 @@ def status_text(progress: IndexProgress | None) -> tuple[str, str]:
     return record_text(progress.record, previous=True), "muted"
 
 
-class CorpusPanel(QWidget):
+class CorpusPanel(EnginePanel):
     sig_state_changed = Signal()             # the index finished or failed: the dock title may change
 
     def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._service = service
+        super().__init__(service, parent)
         self._progress: IndexProgress | None = None
         self._reindexing = False
         self._tone = "muted"
@@ -122,8 +120,6 @@ class CorpusPanel(QWidget):
         corpus = service.corpus
         corpus.sig_progress.connect(self.show_progress)
         corpus.sig_refused.connect(self._on_refused)
-        service.sig_ready.connect(self._refresh_button)
-        service.sig_stopping.connect(self._refresh_button)
         style.theme_signals().sig_changed.connect(self._restyle)
         self.show_progress(corpus.latest())
 
@@ -156,7 +152,7 @@ class CorpusPanel(QWidget):
         if finished_now:
             self._reindexing = False
         self._restyle()
-        self._refresh_button()
+        self.refresh_buttons()
         if finished_now:
             self.sig_state_changed.emit()
 
@@ -172,16 +168,16 @@ class CorpusPanel(QWidget):
         self._reindexing = True
         if self._service.corpus.reindex() is None:
             self._reindexing = False
-        self._refresh_button()
+        self.refresh_buttons()
 
     def _on_refused(self, why: str) -> None:
         self._reindexing = False
         self.status.setText(f"Not re-indexed: {why}")
         self._tone = "warn"
         self._restyle()
-        self._refresh_button()
+        self.refresh_buttons()
 
-    def _refresh_button(self, *_args) -> None:
+    def refresh_buttons(self, *_args) -> None:
         running = self._progress is not None and not self._progress.finished
         self.reindex_button.setEnabled(self._service.ready and not running and not self._reindexing)
 

@@ -20,6 +20,7 @@ from .. import style, untrusted
 from ..service import EngineService
 from ..service.demo import DEFAULT_RATE, RATE_MAX, RATE_MIN, DemoStats
 from ..untrusted import PlainLabel
+from .base import EnginePanel
 
 OFF_TEXT = "off"
 WIDEST_LINE = "9999 asked · 9999 answered · 99 in flight · 9999 skipped"
@@ -28,14 +29,13 @@ SWITCH_TIP = ("Feed the demo questions to the fleet at the chosen rate, each at 
               "liars get quarantined, high-risk answers wait for approval")
 
 
-class DemoControls(QWidget):
+class DemoControls(EnginePanel):
     sig_running_changed = Signal(bool)        # demo traffic started or stopped (by anyone, shutdown included)
     sig_switched = Signal(bool)               # the operator turned it on or off (the switch, set_running)
     sig_rate_chosen = Signal(float)           # the operator chose a rate (questions a second)
 
     def __init__(self, service: EngineService, rate: float = DEFAULT_RATE, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._service = service
+        super().__init__(service, parent)
         self._running = False
 
         self.switch = QToolButton()
@@ -65,10 +65,8 @@ class DemoControls(QWidget):
         self.switch.toggled.connect(self._on_switch)
         self.rate.valueChanged.connect(self._on_rate)
         service.demo.sig_changed.connect(self.show_stats)
-        service.sig_ready.connect(lambda _agents: self._set_accepting(True))
-        service.sig_stopping.connect(lambda: self._set_accepting(False))
         style.theme_signals().sig_changed.connect(self._restyle)
-        self._set_accepting(service.ready)
+        self.refresh_buttons()
         self._restyle()
 
     # --- the operator's hand -------------------------------------------------------------
@@ -119,9 +117,9 @@ class DemoControls(QWidget):
         self.switch.setChecked(checked)
         self.switch.blockSignals(False)
 
-    def _set_accepting(self, accepting: bool) -> None:
-        self.switch.setEnabled(accepting)
-        self.switch.setToolTip(SWITCH_TIP if accepting else WAITING_TIP)
+    def refresh_buttons(self, *_args) -> None:
+        self.switch.setEnabled(self._accepting)
+        self.switch.setToolTip(SWITCH_TIP if self._accepting else WAITING_TIP)
 
     def _restyle(self, *_args) -> None:
         # On reads as on at a glance (bold, the good tone); the count is muted while the traffic is off.

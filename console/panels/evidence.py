@@ -15,8 +15,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from engine import AgentOutcome, Candidate, ChallengeOutcome, Chunk, ContextChunk
-from engine.text import sentences
+from engine import AgentOutcome, Candidate, ChallengeOutcome, Chunk, ClaimOrigin, ContextChunk, PassageFlag, sentences
 
 from .. import style
 from ..table_model import CENTER, RIGHT, VALUE_ROLE, Column
@@ -43,7 +42,7 @@ class PassageRow:
         return KEPT_OUT if self.kept_out else IN_CONTEXT
 
     @property
-    def flags(self) -> tuple[str, ...]:
+    def flags(self) -> tuple[PassageFlag, ...]:
         return self.passage.explanation.flags if self.passage.explanation else ()
 
     @property
@@ -68,8 +67,8 @@ def _explained(row: PassageRow, attribute: str, fmt) -> str:
     return "—" if explanation is None else fmt(getattr(explanation, attribute))
 
 
-def flags_tooltip(flags: tuple[str, ...]) -> str:
-    return "\n".join(f"{flag}: {style.flag_meaning(flag)}" for flag in flags)
+def flags_tooltip(flags: tuple[PassageFlag, ...]) -> str:
+    return "\n".join(f"{flag.value}: {style.flag_meaning(flag)}" for flag in flags)
 
 
 def agents_tooltip(row: PassageRow) -> str:
@@ -149,7 +148,7 @@ CHECK_COLUMNS = (
     Column("Verdict", lambda k: k.label.value.replace("_", " "), bold=lambda k: True,
            foreground=lambda k: style.tones().good if k.supported else style.tones().bad,
            header_tooltip="supported, refuted (the evidence says otherwise) or not enough evidence"),
-    Column("Claim", lambda k: k.claim.text + ("" if k.origin == "declared" else "  (split from the answer)"),
+    Column("Claim", lambda k: k.claim.text + ("" if k.origin is ClaimOrigin.DECLARED else "  (split from the answer)"),
            tooltip=lambda k: k.claim.text),
     Column("Coverage", lambda k: f"{k.coverage:.0%}", align=RIGHT,
            header_tooltip="Share of the claim's content words found in its cited passages"),
@@ -215,11 +214,11 @@ class FlagChipsDelegate(QStyledItemDelegate):
 
 
 # --- detail HTML -------------------------------------------------------------------------------
-def flag_chips_html(flags: Iterable[str]) -> str:
+def flag_chips_html(flags: Iterable[PassageFlag]) -> str:
     chips = []
     for flag in flags:
         background, text = style.flag_chip_colours(flag)
-        chips.append(f"<span style='{style.css_background(background)}; {style.css(text)}; font-weight:bold'>&nbsp;{html_text(flag)}&nbsp;</span>")
+        chips.append(f"<span style='{style.css_background(background)}; {style.css(text)}; font-weight:bold'>&nbsp;{html_text(flag.value)}&nbsp;</span>")
     return " ".join(chips)
 
 
@@ -269,7 +268,7 @@ def passage_text_html(text: str, kind: str = "", section: str = "") -> str:
     above; code in a monospace block, its line breaks kept; a table one row per line; prose in paragraphs. Every
     piece is escaped: a passage is data, never markup or a link."""
     if kind == "code":
-        family = re.sub(r"[\"'<>&;]", "", style.monospace_font().family())    # the system's name, made inert
+        family = re.sub(r"[\"'<>&;]", "", style.monospace_font().family())    # a font's name, made inert
         body = f"<pre style=\"white-space:pre-wrap; font-family:'{family}'\">{html_text(text)}</pre>"
     elif kind == "table":
         rows = [line for line in text.splitlines() if line.strip()]

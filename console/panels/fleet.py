@@ -30,6 +30,7 @@ from ..service import EngineService
 from ..service.fleet import FleetAction
 from ..table_model import RIGHT, Column, RecordTableModel
 from ..untrusted import PlainLabel
+from .base import EnginePanel
 from .trust import ElidedLabel
 from .shown import ShownMixin
 from .trust_dialog import TrustAction, TrustActionDialog
@@ -376,14 +377,12 @@ class StopConfirmation(QFrame):
         self.question.setStyleSheet(f"{style.fg('warn')}; font-weight: bold;")
 
 
-class FleetPanel(ShownMixin, QWidget):
+class FleetPanel(ShownMixin, EnginePanel):
     sig_summary_changed = Signal(str)
     sig_agent_selected = Signal(str)        # agent id: the operator selected its row
 
     def __init__(self, service: EngineService, parent: QWidget | None = None, *, clock: Clock = time.time) -> None:
-        super().__init__(parent)
-        self._service = service
-        self._accepting = service.ready
+        super().__init__(service, parent)
         self.dialog: TrustActionDialog | None = None
         self.model = FleetModel(self, clock=clock)
         self.model.set_agents(service.fleet.agents())
@@ -454,13 +453,11 @@ class FleetPanel(ShownMixin, QWidget):
         fleet.sig_fleet_done.connect(self._on_fleet_done)
         fleet.sig_fleet_failed.connect(self._on_fleet_failed)
         service.questions.sig_answer.connect(self.show_suspects)
-        service.sig_ready.connect(self._on_ready)
-        service.sig_stopping.connect(self._on_stopping)
         service.trust.sig_failed.connect(self._on_trust_failed)
         self.model.dataChanged.connect(self._update_title)
         self.model.modelReset.connect(self._update_title)
         self.model.rowsInserted.connect(self._update_title)
-        self.model.dataChanged.connect(self._refresh_buttons)
+        self.model.dataChanged.connect(self.refresh_buttons)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
         self.table.customContextMenuRequested.connect(self._show_context_menu)
         self.quarantine_button.clicked.connect(lambda: self.open_dialog(TrustAction.QUARANTINE))
@@ -471,7 +468,7 @@ class FleetPanel(ShownMixin, QWidget):
         self.stop_confirmation.sig_cancelled.connect(self.cancel_stop)
         style.theme_signals().sig_changed.connect(self._restyle_message)
         self._update_title()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def fitting_height(self, max_rows: int = 12) -> int:
         """Height that shows every agent (up to max_rows) without a scroll bar."""
@@ -544,7 +541,7 @@ class FleetPanel(ShownMixin, QWidget):
         return True
 
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        self._refresh_buttons()
+        self.refresh_buttons()
         if current.isValid():
             self.sig_agent_selected.emit(self.model.record(current.row()).spec.id)
 
@@ -611,7 +608,7 @@ class FleetPanel(ShownMixin, QWidget):
         self._service.fleet.flush()          # the row shows the new standing as the dialog closes
         self._show_message(f"{agent_id} {TrustAction(action).done} by {self._service.operator}",
                            "bad" if action == "quarantine" else "warn")
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_trust_failed(self, agent_id: str, why: str) -> None:
         if self.dialog is None or not self.dialog.isVisible():      # the dialog shows its own failures
@@ -645,7 +642,7 @@ class FleetPanel(ShownMixin, QWidget):
         external = sum(not v.spec.builtin and v.spec.enabled for v in self.model.records())
         self._show_header(asking=True)
         self.stop_confirmation.ask(builtin, external)
-        self._refresh_buttons()
+        self.refresh_buttons()
         return True
 
     def asking_to_stop(self) -> bool:
@@ -655,11 +652,11 @@ class FleetPanel(ShownMixin, QWidget):
         self._show_header(asking=False)
         if self.can_control_fleet(FleetAction.STOP)[0]:
             self._service.fleet.stop_fleet()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def cancel_stop(self) -> None:
         self._show_header(asking=False)
-        self._refresh_buttons()
+        self.refresh_buttons()
         self.table.setFocus()
 
     def _show_header(self, asking: bool) -> None:
@@ -673,12 +670,12 @@ class FleetPanel(ShownMixin, QWidget):
         if not self.can_control_fleet(FleetAction.START)[0]:
             return False
         self._service.fleet.start_fleet()
-        self._refresh_buttons()
+        self.refresh_buttons()
         return True
 
     def _on_fleet_progress(self, action: str, done: int, total: int) -> None:
         self._show_message(f"{FleetAction(action).doing} {done}/{total}…", "info")
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_fleet_done(self, action: str) -> None:
         fleet_action = FleetAction(action)
@@ -688,24 +685,18 @@ class FleetPanel(ShownMixin, QWidget):
             views = self._service.fleet.builtin_agents()
             up = sum(v.state is AgentState.UP for v in views)
             self._show_message(f"Fleet started: {up} of {len(views)} up", "good" if up == len(views) else "warn")
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_fleet_failed(self, action: str, why: str) -> None:
         self._show_message(f"The fleet was not {FleetAction(action).done}: {why}", "bad")
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     # --- engine phase, message, buttons --------------------------------------------------------
-    def _on_ready(self, _agents_up: int) -> None:
-        self._accepting = True
-        self._refresh_buttons()
-
-    def _on_stopping(self) -> None:
-        self._accepting = False
+    def on_engine_stopping(self) -> None:
         if self.dialog is not None and self.dialog.isVisible():
             self.dialog.reject()
         if self.asking_to_stop():
             self.cancel_stop()
-        self._refresh_buttons()
 
     def _show_message(self, text: str, tone: str) -> None:
         self._message_tone = tone
@@ -715,7 +706,7 @@ class FleetPanel(ShownMixin, QWidget):
     def _restyle_message(self, *_args) -> None:
         self.message.setStyleSheet(style.fg(self._message_tone))
 
-    def _refresh_buttons(self, *_args) -> None:
+    def refresh_buttons(self, *_args) -> None:
         view = self.current_view()
         for action, button in ((TrustAction.QUARANTINE, self.quarantine_button),
                                (TrustAction.RELEASE, self.release_button)):

@@ -19,8 +19,7 @@ from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLineEdit, QPushButton,
                                QVBoxLayout, QWidget)
 
-from engine.events import GatewayFlagged
-from engine.store.traces import DecisionRow
+from engine import DecisionRow, GatewayFlagged
 
 from .. import style
 from ..layout import read_only_table, splitter

@@ -15,8 +15,7 @@ from typing import Iterable
 from PySide6.QtCore import QModelIndex, QSortFilterProxyModel
 from PySide6.QtGui import QColor
 
-from engine.gateway.report import GatewayFlag
-from engine.store.traces import DecisionRow
+from engine import DecisionRow, GatewayFlag
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel

@@ -29,12 +29,13 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBo
                                QHeaderView, QLabel, QLayout, QLineEdit, QPushButton, QRadioButton,
                                QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
 
-from engine.memory import EntryStatus, MemoryEntry, Snapshot, Spread
+from engine import EntryStatus, MemoryEntry, Snapshot, Spread
 
 from .. import style, untrusted
 from ..layout import list_table, splitter
 from ..service import EngineService, MemoryState
 from ..untrusted import PlainPane, cell
+from .base import EnginePanel
 from .memory_model import (CONTENT_COLUMN, KEY_COLUMN, EntryModel, NamespaceModel, SnapshotModel, SpreadModel,
                            entry_details, first_write_of, result_text, rolled_back_by, snapshot_choice,
                            spread_lines, spread_summary, traces_of)
@@ -262,14 +263,12 @@ class RollbackDialog(ReasonDialog):
         self.sig_rollback.emit(self.snapshot_id(), self.trace_id(), self.reason_text())
 
 
-class MemoryPanel(QWidget):
+class MemoryPanel(EnginePanel):
     sig_open_trace = Signal(str)            # a trace id the operator wants to see whole (the main window's trace view)
     sig_counts_changed = Signal(int)        # how many entry versions are quarantined
 
     def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._service = service
-        self._accepting = service.ready
+        super().__init__(service, parent)
         self.state = MemoryState((), (), ())
         self.dialog: ReasonDialog | None = None       # the open reason or rollback dialog, if any
         self.spread: Spread | None = None             # the last "Who read it?" answer
@@ -355,7 +354,7 @@ class MemoryPanel(QWidget):
 
         self.namespace_table.selectionModel().currentRowChanged.connect(self._on_namespace_changed)
         self.entry_table.selectionModel().currentRowChanged.connect(self._on_entry_changed)
-        self.spread_table.selectionModel().currentRowChanged.connect(lambda *_: self._refresh_buttons())
+        self.spread_table.selectionModel().currentRowChanged.connect(lambda *_: self.refresh_buttons())
         self.spread_table.doubleClicked.connect(self._on_spread_double_clicked)
         self.entry_table.doubleClicked.connect(lambda _index: self.open_entry_trace())
         self.snapshot_action.triggered.connect(self.snapshot_selected)
@@ -367,14 +366,12 @@ class MemoryPanel(QWidget):
         self.spread_button.clicked.connect(self.ask_spread)
         self.trace_button.clicked.connect(self.open_entry_trace)
         self.spread_trace_button.clicked.connect(self.open_spread_trace)
-        service.sig_ready.connect(self._on_ready)
-        service.sig_stopping.connect(self._on_stopping)
         service.memory.sig_loaded.connect(self.show_state)
         service.memory.sig_changed.connect(self._on_changed)
         service.memory.sig_failed.connect(self._on_failed)
         service.memory.sig_spread.connect(self.show_spread)
         self._show_summary()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     # --- state in --------------------------------------------------------------------------
     def reload(self) -> None:
@@ -458,11 +455,11 @@ class MemoryPanel(QWidget):
         self._fill_namespace()
         if self.spread is not None and self.spread.entry.namespace != self.current_namespace():
             self._clear_spread()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _on_entry_changed(self, _current: QModelIndex, _previous: QModelIndex) -> None:
         self._show_details()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _show_details(self) -> None:
         entry = self.current_entry()
@@ -472,7 +469,7 @@ class MemoryPanel(QWidget):
                                             else "Select an entry to read it whole.")
         else:
             self.details.setPlainText(entry_details(entry))
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     # --- actions ---------------------------------------------------------------------------
     def snapshot_selected(self) -> None:
@@ -535,14 +532,14 @@ class MemoryPanel(QWidget):
         self.dialog = dialog
         dialog.finished.connect(lambda _result: self._dialog_closed(dialog))
         dialog.open()
-        self._refresh_buttons()
+        self.refresh_buttons()
         return dialog
 
     def _dialog_closed(self, dialog: ReasonDialog) -> None:
         if self.dialog is dialog:
             self.dialog = None
         dialog.deleteLater()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def ask_spread(self) -> None:
         entry = self.current_entry()
@@ -557,14 +554,14 @@ class MemoryPanel(QWidget):
         self.spread_title.setToolTip(untrusted.tooltip(spread_summary(spread)))
         if self.spread_model.rowCount():
             self._select(self.spread_table, 0, self.spread_model)
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _clear_spread(self) -> None:
         self.spread = None
         self.spread_model.set_records([])
         self.spread_title.setText("Who read it? Select an entry and ask.")
         self.spread_title.setToolTip("")
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def spread_text(self) -> str:
         """The "Who read it?" pane as plain text (its summary, then one line per read or later write)."""
@@ -598,16 +595,12 @@ class MemoryPanel(QWidget):
         if action == "spread":
             self.spread_title.setText("Who read it? " + message)
 
-    def _on_ready(self, _agents_up: int) -> None:
-        self._accepting = True
+    def on_engine_ready(self) -> None:
         self.reload()
-        self._refresh_buttons()
 
-    def _on_stopping(self) -> None:
-        self._accepting = False
+    def on_engine_stopping(self) -> None:
         if self.dialog is not None:
             self.dialog.reject()
-        self._refresh_buttons()
 
     # --- counts and buttons ----------------------------------------------------------------
     def quarantined_count(self) -> int:
@@ -624,7 +617,7 @@ class MemoryPanel(QWidget):
         self.summary.setText(text)
         self.summary.setToolTip(untrusted.tooltip(text))
 
-    def _refresh_buttons(self, *_args) -> None:
+    def refresh_buttons(self, *_args) -> None:
         ok = self._accepting and self.dialog is None
         entry = self.current_entry()
         namespace = bool(self.current_namespace())

@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 from PySide6.QtGui import QColor
 
-from engine.memory import EntryStatus, MemoryEntry, NamespaceSummary, RollbackResult, Snapshot, Spread, StatusChange
+from engine import EntryStatus, MemoryEntry, NamespaceSummary, RollbackResult, Snapshot, Spread, StatusChange
 
 from .. import style
 from ..table_model import RIGHT, Column, RecordTableModel

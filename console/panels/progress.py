@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QSizePolicy, QWidget
 
-from engine.events import StageProgressed
-from engine.stages.model import StageKind
+from engine import StageKind, StageProgressed
 
 from .. import style
 from ..stage_text import rerun_mark

@@ -25,8 +25,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHeaderView, QPushButton, QVBoxLayout,
                                QWidget)
 
-from engine.gateway.permissions import OUTWARD_TOOLS, SEND_EMAIL, expand_targets
-from engine.gateway.tools import OutboxMail, ToolCall, ToolCallResult, ToolStatus
+from engine import OUTWARD_TOOLS, OutboxMail, SEND_EMAIL, ToolCall, ToolCallResult, ToolStatus, expand_targets
 
 from .. import style
 from ..layout import list_table, read_only_table, splitter
@@ -34,6 +33,7 @@ from ..service import EngineService, PermissionsView, ToolCallsState
 from ..table_model import RIGHT, Column, RecordTableModel
 from ..untrusted import PlainPane, cell, visible
 from .approvals import when_text
+from .base import EnginePanel
 from .memory import ReasonDialog, hbox, say, titled
 from .memory_model import full_time
 from .trust_dialog import plain_label
@@ -245,14 +245,12 @@ def consequence(call: ToolCall, approve: bool) -> str:
             f"trail with your name and reason.")
 
 
-class ToolCallsPanel(QWidget):
+class ToolCallsPanel(EnginePanel):
     sig_pending_changed = Signal(int)       # how many calls wait for an operator
     sig_open_trace = Signal(str)            # a trace id the operator wants to see whole
 
     def __init__(self, service: EngineService, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._service = service
-        self._accepting = service.ready
+        super().__init__(service, parent)
         self.dialog: ReasonDialog | None = None
         self.permissions_dialog: PermissionsDialog | None = None
         self.model = ToolCallsModel(self)
@@ -311,8 +309,6 @@ class ToolCallsPanel(QWidget):
         self.trace_button.clicked.connect(self.open_trace)
         self.permissions_button.clicked.connect(self.show_permissions)
         self.refresh_button.clicked.connect(self.reload)
-        service.sig_ready.connect(self._on_ready)
-        service.sig_stopping.connect(self._on_stopping)
         service.tools.sig_loaded.connect(self.show_state)
         service.tools.sig_changed.connect(self._on_changed)
         service.tools.sig_failed.connect(self._on_failed)
@@ -361,7 +357,7 @@ class ToolCallsPanel(QWidget):
             self.details.clear()
         else:
             self.details.setPlainText(call_details(call))
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     # --- deciding --------------------------------------------------------------------------
     def open_decision(self, approve: bool) -> ReasonDialog | None:
@@ -379,7 +375,7 @@ class ToolCallsPanel(QWidget):
         self.dialog = dialog
         dialog.finished.connect(lambda _result: self._dialog_closed(dialog))
         dialog.open()
-        self._refresh_buttons()
+        self.refresh_buttons()
         return dialog
 
     def decide(self, call_id: int, approve: bool, reason: str) -> None:
@@ -390,7 +386,7 @@ class ToolCallsPanel(QWidget):
         if self.dialog is dialog:
             self.dialog = None
         dialog.deleteLater()
-        self._refresh_buttons()
+        self.refresh_buttons()
 
     def _say(self, text: str, colour) -> None:
         say(self.message, text, colour)
@@ -419,18 +415,14 @@ class ToolCallsPanel(QWidget):
         return self.permissions_dialog
 
     # --- state -----------------------------------------------------------------------------
-    def _on_ready(self, _agents_up: int) -> None:
-        self._accepting = True
+    def on_engine_ready(self) -> None:
         self.reload()
-        self._refresh_buttons()
 
-    def _on_stopping(self) -> None:
-        self._accepting = False
+    def on_engine_stopping(self) -> None:
         if self.dialog is not None:
             self.dialog.reject()
-        self._refresh_buttons()
 
-    def _refresh_buttons(self) -> None:
+    def refresh_buttons(self, *_args) -> None:
         call = self.current_call()
         can = (self._accepting and self.dialog is None and call is not None and call.status is ToolStatus.PENDING)
         self.approve_button.setEnabled(can)

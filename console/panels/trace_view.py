@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QDial
                                QLineEdit, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from engine.store.traces import TraceLine
+from engine import TraceLine
 
 from .. import style, untrusted
 from ..layout import splitter

@@ -29,8 +29,7 @@ from PySide6.QtGui import QColor, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QSizePolicy,
                                QTableView, QVBoxLayout, QWidget)
 
-from engine import AgentView
-from engine.store.trust import ScorePoint
+from engine import AgentView, ScorePoint
 
 from .. import style, untrusted
 from ..batch import Coalescer

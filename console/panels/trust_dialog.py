@@ -12,8 +12,7 @@ import enum
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLayout, QLineEdit, QVBoxLayout, QWidget
 
-from engine import AgentView
-from engine.reputation import AgentQuarantined, AgentReleased
+from engine import AgentQuarantined, AgentReleased, AgentView
 
 from .. import style
 from ..service import EngineService

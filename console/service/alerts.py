@@ -14,8 +14,7 @@ from typing import Iterable
 
 from PySide6.QtCore import Signal
 
-from engine.events import AlertChanged, AlertsRaised, SilencesChanged
-from engine.reputation.events import AlertKind
+from engine import AlertChanged, AlertKind, AlertsRaised, SilencesChanged
 
 from .core import Adapter, Attempt
 

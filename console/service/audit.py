@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Signal, SignalInstance
 
-from engine.store.audit_log import AuditFilter
+from engine import AuditFilter
 
 from ..batch import Coalescer
 from .core import Adapter, Attempt, ServiceCore

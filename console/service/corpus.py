@@ -10,8 +10,7 @@ import asyncio
 
 from PySide6.QtCore import Signal
 
-from engine.events import CorpusIndexProgress
-from engine.ingest.index import IndexProgress
+from engine import CorpusIndexProgress, IndexProgress
 
 from .core import Adapter
 

@@ -9,10 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Signal, SignalInstance
 
-from engine import InputError
-from engine.config import DEFAULT_FLEET
-from engine.demo import DEFAULT_RATE, RATE_MAX, RATE_MIN, DemoStats
-from engine.events import DemoTrafficChanged
+from engine import DEFAULT_FLEET, DEFAULT_RATE, DemoStats, DemoTrafficChanged, InputError, RATE_MAX, RATE_MIN
 
 from .core import Adapter
 

@@ -12,8 +12,7 @@ import enum
 
 from PySide6.QtCore import Signal
 
-from engine import AgentState, AgentView
-from engine.events import AgentChanged
+from engine import AgentChanged, AgentState, AgentView
 
 from ..batch import Coalescer
 from .core import Adapter, Attempt

@@ -11,7 +11,7 @@ from typing import Awaitable, Callable
 
 from PySide6.QtCore import Signal
 
-from engine.memory import MemoryEntry, NamespaceSummary, Snapshot
+from engine import MemoryEntry, NamespaceSummary, Snapshot
 
 from .core import Adapter, Attempt
 

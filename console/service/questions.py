@@ -10,8 +10,7 @@ import asyncio
 
 from PySide6.QtCore import Signal
 
-from engine import RiskTier, new_trace_id
-from engine.events import QuestionReceived, StageProgressed
+from engine import QuestionReceived, RiskTier, StageProgressed, new_trace_id
 
 from .core import Adapter, Attempt, Phase
 

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from PySide6.QtCore import Signal
 
-from engine.events import ReviewEnqueued
+from engine import ReviewEnqueued
 
 from .core import Adapter, Attempt
 

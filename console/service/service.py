@@ -19,11 +19,9 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from engine import AgentState, Engine
-from engine.events import (AgentChanged, CascadeResolved, CascadeScored, EngineReady, GatewayFlagged, QuestionReceived,
-                           ReviewEnqueued, StageProgressed, TrustUpdated)
-from engine.events import AlertChanged, AlertsRaised, SilencesChanged
-from engine.events import CorpusIndexProgress, DemoTrafficChanged
+from engine import (AgentChanged, AgentState, AlertChanged, AlertsRaised, CascadeResolved, CascadeScored,
+                    CorpusIndexProgress, DemoTrafficChanged, Engine, EngineReady, GatewayFlagged, QuestionReceived,
+                    ReviewEnqueued, SilencesChanged, StageProgressed, TrustUpdated)
 
 from .alerts import AlertsAdapter
 from .audit import AuditAdapter
@@ -139,7 +137,7 @@ class EngineService(ServiceCore):
         # Called inside the engine's own code path: an exception here must never reach it.
         try:
             route = self._routes.get(type(event))
-            if route is not None:     # generic trace events (agent.call, retrieval.merged, ...) are not for panels
+            if route is not None:     # the pipeline's trace events (AgentCalled, RetrievalMerged, ...) are not for panels
                 route(event)
         except Exception as exc:   # noqa: BLE001
             self.report_error(exc, context=f"the console could not show event {type(event).__name__}")

@@ -7,9 +7,7 @@ from typing import Mapping
 
 from PySide6.QtCore import Signal
 
-from engine import Role
-from engine.gateway.permissions import PermissionMatrix
-from engine.gateway.tools import OutboxMail, ToolCall
+from engine import OutboxMail, PermissionMatrix, Role, ToolCall
 
 from .core import Adapter, Attempt
 

@@ -5,14 +5,13 @@ import asyncio
 
 from PySide6.QtCore import Signal
 
-from engine.events import TrustUpdated
-from engine.reputation import ReputationSettings
+from engine import ReputationSettings, TrustUpdated
 
 from .core import Adapter, Attempt
 
 
 class TrustAdapter(Adapter):
-    sig_updated = Signal(object)               # engine.trust.TrustUpdate: new score points, alerts, reputation events
+    sig_updated = Signal(object)               # ReputationUpdate: new score points, alerts, reputation events
     sig_loaded = Signal(object, object)        # score history (list[ScorePoint]), alerts (list[AlertRow]) as stored
     sig_failed = Signal(str, str)              # agent id, why a quarantine or release was refused
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from engine import (AgentOutcome, Answer, CallStatus, Candidate, Chunk, Citation, Claim, ContextChunk, Generation,
                     RiskTier, Role, Verdict)
-from engine.cascade.types import CascadeOutcome, CascadeType, Mitigation, StageScore
+from engine.cascade.types import CascadeOutcome, Mitigation, StageScore
+from engine.types import CascadeType
 from engine.stages.model import StageKind, StageResult
-from engine.types import ChunkExplanation, ClaimCheck, Suspect      # not re-exported by engine (yet)
+from engine.types import ChunkExplanation, ClaimCheck, PassageFlag, Suspect      # not re-exported by engine (yet)
 
 MOONS_TEXT = "Mars has two small moons, Phobos and Deimos. Both were discovered by Asaph Hall in 1877."
 FACTS_TEXT = "Phobos orbits Mars three times a day; Deimos takes about 30 hours."
@@ -33,7 +34,7 @@ def chunk(chunk_id: str, title: str, text: str, source: str = "Planetary Science
 def explanation(share: float, kinds: tuple[str, ...], flags: tuple[str, ...] = (), note: str = "",
                 metadata: float = 0.8) -> ChunkExplanation:
     return ChunkExplanation(votes=0.04, support_share=share, kinds=kinds, metadata_confidence=metadata,
-                            query_similarity=0.6, cluster=1, flags=flags, note=note)
+                            query_similarity=0.6, cluster=1, flags=tuple(PassageFlag(f) for f in flags), note=note)
 
 
 MOONS = ContextChunk(chunk("mars-moons#0", "Moons of Mars", MOONS_TEXT), 0.046, ("ret-a", "ret-b", "ret-c"),

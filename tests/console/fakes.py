@@ -53,7 +53,7 @@ class FakeReviewQueue:
         return self.by_id.get(int(item_id))
 
 
-class FakeTrustTables:
+class FakeReputationTables:
     def __init__(self, engine: "FakeEngine", history: Iterable, alerts: Iterable[AlertRow]) -> None:
         self._engine = engine
         self.history_points = list(history)
@@ -130,7 +130,7 @@ class FakeEngine:
         self._agents: dict[str, AgentView] = {v.spec.id: v for v in agents}
         self.fleet = SimpleNamespace(agents=[v.spec for v in agents])
         self.review = FakeReviewQueue(self, reviews)
-        self.trust = SimpleNamespace(tables=FakeTrustTables(self, history, alerts))
+        self.trust = SimpleNamespace(tables=FakeReputationTables(self, history, alerts))
         self.silence_rows: dict[int, Silence] = {s.id: s for s in silences}
         self.decisions = tuple(decisions)
         self.traces = dict(traces or {})

@@ -15,8 +15,8 @@ from engine.alerts.row import AlertRow
 from engine.events import AgentChanged, AlertsRaised, QuestionReceived, ReviewEnqueued, TrustUpdated
 from engine.review import ReviewItem, ReviewStatus
 from engine.review.queue import CandidateSummary
-from engine.store.trust import ScorePoint
-from engine.trust import TrustUpdate
+from engine.reputation.store import ScorePoint
+from engine.reputation.keeper import ReputationUpdate
 
 from ..conftest import write_fleet
 
@@ -81,7 +81,7 @@ def review_enqueued(item: ReviewItem) -> ReviewEnqueued:
 
 
 def trust_updated(points: list[ScorePoint], alerts: tuple[AlertRow, ...] = ()) -> TrustUpdated:
-    return TrustUpdated(TrustUpdate(points=tuple(points), alerts=alerts), TRACE, T0)
+    return TrustUpdated(ReputationUpdate(points=tuple(points), alerts=alerts), TRACE, T0)
 
 
 def alerts_raised(*alerts: AlertRow) -> AlertsRaised:

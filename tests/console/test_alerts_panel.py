@@ -29,7 +29,7 @@ from console.panels.alerts_model import (KIND_COLUMN, SEVERITY_COLUMN, TIME_COLU
 from console.service import EngineService, Phase
 from engine import Engine, load_fleet, load_settings
 from engine.alerts import AlertRow, Severity, Silence
-from engine.reputation.events import AlertKind
+from engine.alerts.kinds import AlertKind
 
 from ..conftest import DATA, write_fleet
 from . import recorded

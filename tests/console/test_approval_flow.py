@@ -11,6 +11,7 @@ from console.panels.approvals_model import ReviewFilter, StatusFilter
 from console.service import EngineService, Phase
 from engine import RiskTier
 from engine.review import ReviewStatus
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 
 from .helpers import agent_processes_alive
@@ -72,7 +73,7 @@ def test_escalated_answer_is_approved_by_keyboard_audited_and_credits_its_agents
     assert run.result() == 0 and service.phase is Phase.STOPPED
     assert agent_processes_alive(engine) == [] and errors == []
 
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     try:
         rows = list(store.db.query("SELECT actor, type, trace_id FROM audit WHERE type LIKE 'review.%' ORDER BY seq"))

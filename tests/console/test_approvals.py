@@ -16,6 +16,7 @@ from console.panels.approvals import REVIEW_COLUMNS, DecisionForm, ReviewModel, 
 from console.service import EngineService, Phase
 from engine import RiskTier, Verdict
 from engine.review import REJECT_REASONS, ReviewItem, ReviewQueue, ReviewStatus
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 
 from .answers import make_answer
@@ -34,7 +35,7 @@ def text(model, row, title):
 def queued_items(db_path) -> list[ReviewItem]:
     """Three real items from the engine's queue: #1 and #2 pending, #3 rejected."""
     async def build() -> list[ReviewItem]:
-        store = Store(db_path)
+        store = Store(db_path, MIGRATIONS)
         await store.open()
         queue = ReviewQueue(store)
         for n in (1, 2, 3):
@@ -48,7 +49,7 @@ def queued_items(db_path) -> list[ReviewItem]:
 
 def enqueue_sync(db_path, answer, why: str = "high-risk question") -> None:
     """Writes a pending item before the console starts (as an earlier session would have)."""
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     store.transaction(ReviewQueue(store).insert_in_transaction(answer, why))
     store.close_sync()
@@ -207,7 +208,7 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     assert agent_processes_alive(engine) == []
     assert errors == []
 
-    store = Store(db_path)
+    store = Store(db_path, MIGRATIONS)
     store.open_sync()
     try:
         count = store.verify_audit_sync()

@@ -21,6 +21,7 @@ from console.panels.audit_model import (ACTOR_COLUMN, PAYLOAD_COLUMN, TRACE_COLU
                                         payload_summary)
 from console.service import EngineService
 from engine.store.audit_log import AuditLog
+from engine.schema import MIGRATIONS
 from engine.store.db import Store
 
 from . import recorded
@@ -89,7 +90,7 @@ def run(qtbot, coro):
 
 @pytest.fixture
 def store(qtbot, qasync_loop, db_path):
-    store = Store(db_path, clock=Clock([NOW - e[0] for e in EVENTS]))
+    store = Store(db_path, MIGRATIONS, clock=Clock([NOW - e[0] for e in EVENTS]))
     store.open_sync()
     append(store, EVENTS)
     yield store

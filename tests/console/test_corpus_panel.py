@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from console.panels.corpus import NOT_READ, CorpusPanel, when_text
 from console.service import EngineService
 from engine import Engine, load_fleet, load_settings
-from engine.corpus import Skipped
+from engine.ingest.corpus import Skipped
 from engine.events import CorpusIndexProgress
 from engine.ingest.index import IndexPhase, IndexProgress
 from engine.ingest.manifest import IndexRecord

@@ -26,7 +26,7 @@ from engine import Engine, load_fleet, load_settings
 from engine.events import GatewayFlagged
 from engine.gateway.decision import Action
 from engine.gateway.report import GatewayFlag
-from engine.store.traces import DecisionRow
+from engine.gateway.traces import DecisionRow
 from engine.types import TrustLevel
 
 from ..conftest import DATA, write_fleet
@@ -70,7 +70,7 @@ def flag(action: Action, n: int, *, source: str = "ret-web", kind: str = "passag
 
 
 def decision(row_id: int, f: GatewayFlag) -> DecisionRow:
-    """The store's copy of a flag (as engine.store.traces.recent_decisions_sync returns it)."""
+    """The store's copy of a flag (as engine.gateway.traces.recent_decisions_sync returns it)."""
     return DecisionRow(row_id, f.trace_id, f.parent_trace_id, f.source, f.target, f.kind, f.trust.value, f.channel,
                        f.action.value, f.score, f.evidence, f.excerpt, f.at)
 

@@ -3,7 +3,7 @@ code monospace with its line breaks, a table one row per line, prose in paragrap
 whatever the passage says stays plain text, never markup or a link."""
 from __future__ import annotations
 
-from PySide6.QtGui import QFontInfo, QTextDocument
+from PySide6.QtGui import QFont, QFontInfo, QFontMetricsF, QTextDocument
 
 from console import style
 from console.panels.answer import AnswerView
@@ -32,6 +32,12 @@ def fragments(doc: QTextDocument):
         block = block.next()
 
 
+def advances(font: QFont, text: str) -> set[float]:
+    """The widths of text's characters in font, as the view lays them out (not what the font file claims)."""
+    metrics = QFontMetricsF(font)
+    return {metrics.horizontalAdvance(ch) for ch in text}
+
+
 def cited_view(qtbot, chunk: Chunk, citation: Citation | None = None, in_context: bool = True) -> AnswerView:
     view = AnswerView()
     qtbot.addWidget(view)
@@ -50,9 +56,12 @@ def test_a_code_passage_is_monospace_with_its_line_breaks(qtbot):
     by_text = {fragment.text(): fragment.charFormat() for _, fragment in fragments(view.detail.document())}
     for line in CODE.splitlines():                          # each line set in the console's monospace font
         assert style.monospace_font().family() in by_text[line].fontFamilies()
-        assert QFontInfo(by_text[line].font()).fixedPitch()
+        assert len(advances(by_text[line].font(), line)) == 1   # as drawn: every character one advance wide
     source = next(fmt for text, fmt in by_text.items() if text.startswith("Source: README.md"))
-    assert not QFontInfo(source.font()).fixedPitch()        # the rest of the pane is not
+    assert style.monospace_font().family() not in (source.fontFamilies() or [])   # the rest of the pane is not
+    drawn_in = QFontInfo(source.font()).family()            # on a machine with no other font, the code font
+    if drawn_in not in ("", style.monospace_font().family()):
+        assert len(advances(source.font(), "Source: README.md")) > 1
 
 
 def test_the_section_path_is_a_line_above_the_passage(qtbot):

@@ -1,7 +1,7 @@
 """The trace view (a question's or message's whole chain as a tree) and the places that open it: the answer
 view's and the Alerts tab's "Open trace…", and the main window that feeds it the service's signals.
 
-TraceLines are built by hand (as engine.store.traces.trace_sync returns them); the Gateway panel's tests
+TraceLines are built by hand (as engine.gateway.traces.trace_sync returns them); the Gateway panel's tests
 run a real fleet end to end. Assertions read the tree's items, the details pane and the clipboard."""
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from console.panels.alerts import AlertsPanel
 from console.panels.answer import AnswerView
 from console.panels.trace_view import KIND_COLUMN, SUMMARY_COLUMN, TIME_COLUMN, WHO_COLUMN, TraceView
 from console.service import EngineService
-from engine.store.trust import AlertRow
-from engine.store.traces import TraceLine
+from engine.alerts.row import AlertRow
+from engine.gateway.traces import TraceLine
 
 from .answers import make_answer
 from .test_gateway_panel import gateway_engine  # noqa: F401 - fixture: a real engine, not started

@@ -24,8 +24,9 @@ from console.panels.trust import PEN_STYLES, TrustPanel, point_text
 from console.panels.trust_dialog import TrustAction, TrustActionDialog
 from console.service import EngineService, Phase
 from engine import AgentState, Engine, load_fleet, load_settings
-from engine.store.trust import AlertRow, ScorePoint
-from engine.trust import TrustUpdate
+from engine.alerts.row import AlertRow
+from engine.reputation.store import ScorePoint
+from engine.reputation.keeper import ReputationUpdate
 
 from .helpers import agent_processes_alive, processes_mentioning
 
@@ -99,7 +100,7 @@ def test_trust_panel_plots_a_trust_update_with_the_floor_quarantine_mark_hover_a
 
     t0 = time.time() - 600
     points = history(t0)
-    service.trust.sig_updated.emit(TrustUpdate(points=tuple(points)))
+    service.trust.sig_updated.emit(ReputationUpdate(points=tuple(points)))
     assert panel.agents_plotted() == ["gen-a", "gen-liar"]
     xs, ys = panel.curve("gen-liar").getData()
     assert list(ys) == [0.75, 0.62, 0.41, 0.18]
