@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine import quantile as percentile
+from engine import ExitCode, quantile as percentile
 
 _IMPORTED_AT = time.perf_counter()
 _MARKS: dict[str, float] = {"main.py built its parser": _IMPORTED_AT}     # startup moments, perf_counter
@@ -46,7 +46,6 @@ PROGRESS_EVERY_S = 5.0
 FRONT_EVERY_S = 5.0
 FRONT_PANELS = (("trust", "approvals"), ("cascade", "alerts"), ("fleet", "questions"))
 SHOT_SIZE = (1280, 800)
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 _QT_LOOP = "run_forever (qasync/__init__.py"
 
 
@@ -83,7 +82,7 @@ def run(args) -> int:
             raise InputError(f"--seconds must be more than 0, not {args.seconds:g}")
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")       # before any QApplication exists
     return _run(args)
 
@@ -323,12 +322,12 @@ def _run(args) -> int:
             while not service.ready:
                 if service.phase is Phase.FAILED:
                     print("bench ui: the fleet did not start", file=sys.stderr)
-                    return EXIT_FAILURE
+                    return ExitCode.FAILURE
                 try:
                     await first_emission(service.sig_ready, service.sig_error, timeout_s=args.start_timeout)
                 except TimeoutError:
                     print(f"bench ui: the fleet was not ready within {args.start_timeout:g} s", file=sys.stderr)
-                    return EXIT_FAILURE
+                    return ExitCode.FAILURE
             service.sig_starting.disconnect(starting)
             ready_at = time.perf_counter()
             shown = marks.get("shown")
@@ -342,7 +341,7 @@ def _run(args) -> int:
             traffic_at = time.perf_counter()
             if not service.demo.start(args.rate):
                 print("bench ui: demo traffic did not start", file=sys.stderr)
-                return EXIT_FAILURE
+                return ExitCode.FAILURE
             await _drive(window, service, args.seconds, phases["traffic"])
             traffic_s = time.perf_counter() - traffic_at
             state["phase"] = "draining"
@@ -354,7 +353,7 @@ def _run(args) -> int:
             result["worst_stalls_ms_at_s"] = phases["traffic"].worst(5, traffic_at)
             print(f"bench ui: demo traffic stopped; waiting for {service.demo.stats().in_flight} question(s) in "
                   "flight, then the fleet stops", flush=True)
-            return EXIT_OK
+            return ExitCode.OK
         finally:
             heartbeat.stop()
             if watch is not None:
@@ -371,15 +370,15 @@ def _run(args) -> int:
         entry = _MARKS["run_console called"] = time.perf_counter()
         code = run_console(fleet, settings, db_path=Path(tmp) / "quorum.db", cache_dir=args.cache_dir,
                            script=script)
-    if code != EXIT_OK or not result:
-        return code or EXIT_FAILURE
+    if code != ExitCode.OK or not result:
+        return code or ExitCode.FAILURE
     result["window_shown_in_bench_s"] = result["window_shown_s"]      # this process: the bench's own imports too
     result["window_shown_runs_s"] = startup_runs
     result["window_shown_s"] = round(percentile(startup_runs, 0.5), 3) if startup_runs else None
     result["window_shown_from"] = f"process start of `main.py`, median of {len(startup_runs)} starts"
     _write(args.json, result)
     _print_summary(result, args.json)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 async def _drive(window, service, seconds: float, log: StallLog) -> None:

@@ -23,7 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+from engine import ExitCode
+
 QUESTIONS = 8            # enough for the trust plot to move and an agent to be quarantined on the default fleet
 SETTLE_S = 0.4           # for a panel's own reads (audit, memory, tools) to land after it is shown
 THEMES = ("light", "dark", "both")
@@ -45,11 +46,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    from engine import RiskTier, load_demo_questions, load_fleet, load_settings
+
     if args.questions < 0:
         print(f"--questions {args.questions}: expected 0 or more", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")    # before QApplication exists
-    from engine import RiskTier, load_demo_questions, load_fleet, load_settings
 
     from .app import run_console
 
@@ -108,7 +110,7 @@ def make_script(out_dir: Path, questions, theme: str, timeout_s: float):
         while not service.ready:
             if service.phase is Phase.FAILED:
                 log.error("the fleet did not start; no screenshots")
-                return EXIT_FAILURE
+                return ExitCode.FAILURE
             await first_emission(service.sig_ready, service.sig_error, timeout_s=timeout_s)
         last_trace = ""
         for n, question in enumerate(questions, 1):
@@ -137,6 +139,6 @@ def make_script(out_dir: Path, questions, theme: str, timeout_s: float):
             written += await shoot(window, out_dir / "dark" if theme == "both" else out_dir)
         for path in written:
             print(path)
-        return EXIT_OK
+        return ExitCode.OK
 
     return script

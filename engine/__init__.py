@@ -69,6 +69,9 @@ from engine.untrusted import LINE_BREAK_MARK, one_line, quoted_log_handler, visi
 from engine.text import sentences
 from engine.stats import quantile
 
+# What a command's exit code says (the console's own commands, `main.py screenshot` and `bench ui`, use it too).
+from engine.cli.exit_codes import ExitCode
+
 __all__ = [
     # engine, settings, fleet
     "Engine", "EngineSettings", "FleetConfig", "load_fleet", "load_settings", "default_db_path", "default_cache_dir",
@@ -108,4 +111,6 @@ __all__ = [
     "DEFAULT_RATE", "RATE_MAX", "RATE_MIN", "DemoStats", "check_rate", "default_max_in_flight", "load_demo_questions",
     # text
     "LINE_BREAK_MARK", "one_line", "quoted_log_handler", "visible", "sentences", "quantile",
+    # exit codes
+    "ExitCode",
 ]

@@ -43,11 +43,11 @@ class AlertsAdapter(Adapter):
         engine = self.engine
 
         async def read():
-            open_rows = await engine.alerts_list(True, OPEN_SHOWN)
-            recent = await engine.alerts_list(False, RECENT_SHOWN)
+            open_rows = await engine.alerts.alerts(True, OPEN_SHOWN)
+            recent = await engine.alerts.alerts(False, RECENT_SHOWN)
             merged = {row.id: row for row in (*open_rows, *recent)}
             alerts = tuple(sorted(merged.values(), key=lambda a: (-a.at, -a.id)))
-            return alerts, tuple(await engine.silences(True))
+            return alerts, tuple(await engine.alerts.silences(True))
         outcome, loaded = await self.core.attempt(read, context="the alerts could not be read")
         if outcome is Attempt.DONE:
             self.sig_loaded.emit(*loaded)
@@ -77,7 +77,7 @@ class AlertsAdapter(Adapter):
                 failed[alert_id] = message
                 self.sig_failed.emit(alert_id, message)
             outcome, _row = await self.core.attempt(
-                lambda alert_id=alert_id: self.engine.acknowledge_alert(alert_id, self.core.operator, comment),
+                lambda alert_id=alert_id: self.engine.alerts.acknowledge(alert_id, self.core.operator, comment),
                 context=f"alert #{alert_id} could not be acknowledged", refused=refused, announce_refusal=False)
             if outcome is Attempt.DONE:
                 done.append(alert_id)
@@ -93,7 +93,7 @@ class AlertsAdapter(Adapter):
         if not self.core.require_ready("alerts cannot be silenced", refused):
             return None
         return self.core.spawn(self.core.attempt(
-            lambda: self.engine.silence_alerts(kind, agent_id, duration_s, self.core.operator, comment),
+            lambda: self.engine.alerts.silence(kind, agent_id, duration_s, self.core.operator, comment),
             context="the silence was not saved", refused=refused, announce_refusal=False), "alert.silence")
 
     def end_silence(self, silence_id: int) -> asyncio.Task | None:
@@ -104,7 +104,7 @@ class AlertsAdapter(Adapter):
         if not self.core.require_ready("silences cannot be ended", refused):
             return None
         return self.core.spawn(self.core.attempt(
-            lambda: self.engine.end_silence(silence_id, self.core.operator),
+            lambda: self.engine.alerts.end_silence(silence_id, self.core.operator),
             context=f"silence #{silence_id} was not ended", refused=refused, announce_refusal=False),
             "alert.end_silence")
 

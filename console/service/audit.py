@@ -68,7 +68,7 @@ class AuditAdapter(Adapter):
         return self.core.spawn(self._verify(), "audit.verify")
 
     async def _load(self, filter: AuditFilter) -> None:
-        log = self.engine.audit_log
+        log = self.engine.audit
         # One row past the limit says whether more match, without counting the whole trail.
         probe = filter if filter.limit is None else dataclasses.replace(filter, limit=filter.limit + 1)
         outcome, rows = await self.core.attempt(lambda: log.query(probe), context="the audit trail could not be read")
@@ -77,7 +77,7 @@ class AuditAdapter(Adapter):
             self.sig_loaded.emit(filter, tuple(rows[:filter.limit]) if more else tuple(rows), more)
 
     async def _facets(self) -> None:
-        log = self.engine.audit_log
+        log = self.engine.audit
 
         async def read():
             return await log.actors(), await log.kinds()
@@ -86,7 +86,7 @@ class AuditAdapter(Adapter):
             self.sig_facets.emit(*facets)
 
     async def _verify(self) -> None:
-        outcome, status = await self.core.attempt(self.engine.audit_log.verify,
+        outcome, status = await self.core.attempt(self.engine.audit.verify,
                                                   context="the audit chain could not be verified",
                                                   refused=self.sig_verify_failed.emit)
         if outcome is Attempt.DONE:
@@ -105,7 +105,7 @@ class AuditAdapter(Adapter):
 
     async def _export(self, filter: AuditFilter, path: str, fmt: str) -> None:
         outcome, result = await self.core.attempt(
-            lambda: self.engine.audit_log.export(filter, fmt, path, self.core.operator),    # type: ignore[arg-type]
+            lambda: self.engine.audit.export(filter, fmt, path, self.core.operator),    # type: ignore[arg-type]
             context=f"the audit export to {path} failed",
             refused=lambda m: self.sig_export_failed.emit(path, m), announce_refusal=False)
         if outcome is Attempt.DONE:

@@ -13,4 +13,4 @@ class CascadeAdapter(Adapter):
     @property
     def threshold(self) -> float:
         """CHARM's trigger threshold θ (engine settings), drawn on the Cascade panel's plot."""
-        return self.engine.settings.cascade.theta
+        return self.engine.cascade.theta

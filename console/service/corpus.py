@@ -24,7 +24,7 @@ class CorpusAdapter(Adapter):
 
     def latest(self) -> IndexProgress | None:
         """The index as last reported; None before the engine has read its corpus."""
-        return self.engine.corpus_index
+        return self.engine.corpus.progress
 
     def on_progress(self, event: CorpusIndexProgress) -> None:
         self.sig_progress.emit(event.progress)
@@ -36,7 +36,7 @@ class CorpusAdapter(Adapter):
         said on sig_error), or sig_refused(why) when it cannot start."""
         if not self.core.require_ready("the corpus cannot be indexed again", self.sig_refused.emit):
             return None
-        return self.core.spawn(self.core.attempt(lambda: self.engine.reindex_corpus(self.core.operator),
+        return self.core.spawn(self.core.attempt(lambda: self.engine.corpus.reindex(self.core.operator),
                                                  context="the corpus could not be indexed",
                                                  refused=self.sig_refused.emit, announce_refusal=False),
                                "corpus.reindex")

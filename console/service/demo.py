@@ -32,7 +32,7 @@ class DemoAdapter(Adapter):
     def on_demo_fleet(self) -> bool:
         """True when the engine runs the built-in demo fleet (config/fleet.toml): the one fleet where demo
         traffic may start by itself. An operator's own fleet gets none unless asked."""
-        path = getattr(self.engine.fleet, "path", None)
+        path = getattr(self.engine.fleet.config, "path", None)
         return path is not None and Path(path).resolve() == DEFAULT_FLEET.resolve()
 
     def round_size(self) -> int:

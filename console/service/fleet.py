@@ -51,11 +51,11 @@ class FleetAdapter(Adapter):
 
     def agents(self) -> tuple[AgentView, ...]:
         """A snapshot of the fleet, for panels that start before the first event."""
-        return self.engine.agents()
+        return self.engine.fleet.agents()
 
     def builtin_agents(self) -> tuple[AgentView, ...]:
         """The agents the console can stop and start (the launcher's); external ones are not."""
-        return tuple(v for v in self.engine.agents() if v.spec.builtin and v.spec.enabled)
+        return tuple(v for v in self.engine.fleet.agents() if v.spec.builtin and v.spec.enabled)
 
     @property
     def running(self) -> FleetAction | None:
@@ -97,7 +97,7 @@ class FleetAdapter(Adapter):
             return None
         self._running = action
         self._emit_progress(action)
-        call = self.engine.start_fleet if action is FleetAction.START else self.engine.stop_fleet
+        call = self.engine.fleet.start if action is FleetAction.START else self.engine.fleet.stop
         return self.core.spawn(self._run(action, call), f"fleet.{action.value}")
 
     async def _run(self, action: FleetAction, call) -> None:

@@ -21,7 +21,7 @@ class GatewayAdapter(Adapter):
         return self.core.spawn(self._load(int(limit)), "gateway.load")
 
     async def _load(self, limit: int) -> None:
-        outcome, rows = await self.core.attempt(lambda: self.engine.gateway_decisions(limit),
+        outcome, rows = await self.core.attempt(lambda: self.engine.gateway.decisions(limit),
                                                 context="the gateway's decisions could not be read")
         if outcome is Attempt.DONE:
             self.sig_loaded.emit(tuple(rows))

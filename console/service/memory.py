@@ -52,7 +52,7 @@ class MemoryAdapter(Adapter):
     def rollback(self, namespace: str, snapshot_id: int | None = None, before_trace: str | None = None,
                  reason: str = "") -> asyncio.Task | None:
         """Rolls one namespace back to one of its snapshots, or to just before a trace's first write in it."""
-        return self._act("rollback", lambda: self.engine.rollback_memory(
+        return self._act("rollback", lambda: self.engine.memory.rollback(
             namespace, self.core.operator, reason, snapshot_id=snapshot_id, before_trace=before_trace))
 
     def quarantine(self, entry_id: int, reason: str) -> asyncio.Task | None:

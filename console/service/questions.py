@@ -60,7 +60,7 @@ class QuestionsAdapter(Adapter):
     async def _ask(self, question: str, tier: RiskTier | None, trace_id: str) -> None:
         ok = False
         try:
-            outcome, answer = await self.core.attempt(lambda: self.engine.ask(question, tier, trace_id),
+            outcome, answer = await self.core.attempt(lambda: self.engine.questions.ask(question, tier, trace_id),
                                                       context="the question failed", refusal_prefix="The question failed: ")
             if outcome is Attempt.DONE and self.core.ready:     # an answer that lands during shutdown is dropped
                 self.sig_answer.emit(answer)

@@ -47,7 +47,7 @@ class ReviewsAdapter(Adapter):
         return self.core.spawn(self._decide_many(ids, bool(approve), reason, note), "review.decide_many")
 
     async def _load(self, decided_limit: int | None) -> None:
-        review = self.engine.review
+        review = self.engine.reviews
 
         async def read():
             pending = await review.pending()
@@ -59,7 +59,7 @@ class ReviewsAdapter(Adapter):
 
     async def _decide(self, item_id: int, approve: bool, reason: str, note: str) -> None:
         outcome, item = await self.core.attempt(
-            lambda: self.engine.decide(item_id, approve, self.core.operator, reason, note),
+            lambda: self.engine.reviews.decide(item_id, approve, self.core.operator, reason, note),
             context=f"the decision on review item #{item_id} was not saved",
             refused=lambda m: self.sig_failed.emit(item_id, m), announce_refusal=False)
         if outcome is Attempt.DONE:
@@ -69,7 +69,7 @@ class ReviewsAdapter(Adapter):
 
     async def _decide_many(self, ids: tuple[int, ...], approve: bool, reason: str, note: str) -> None:
         outcome, outcomes = await self.core.attempt(
-            lambda: self.engine.decide_many(ids, approve, self.core.operator, reason, note),
+            lambda: self.engine.reviews.decide_many(ids, approve, self.core.operator, reason, note),
             context=f"the decisions on {len(ids)} review items were not all saved",
             refused=lambda m: self.sig_many_failed.emit(ids, m), announce_refusal=False)
         if outcome is Attempt.DONE:
@@ -81,7 +81,7 @@ class ReviewsAdapter(Adapter):
             await self._load(DECIDED_SHOWN)
 
     async def _refresh(self, item_id: int) -> None:
-        outcome, item = await self.core.attempt(lambda: self.engine.review.get(item_id),
+        outcome, item = await self.core.attempt(lambda: self.engine.reviews.get(item_id),
                                                 context=f"review item #{item_id} could not be read")
         if outcome is Attempt.DONE and item is not None:
             self.sig_changed.emit(item)

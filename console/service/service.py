@@ -153,5 +153,5 @@ class EngineService(ServiceCore):
             self.sig_ready.emit(event.agents_up)
 
     def _emit_progress(self) -> None:
-        views = [v for v in self.engine.agents() if v.state is not AgentState.DISABLED]
+        views = [v for v in self.engine.fleet.agents() if v.state is not AgentState.DISABLED]
         self.sig_starting.emit(sum(v.state is AgentState.UP for v in views), len(views))

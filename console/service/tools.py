@@ -51,11 +51,11 @@ class ToolsAdapter(Adapter):
 
     def permissions(self) -> PermissionsView:
         """The permission matrix and the fleet's roles (read-only; the matrix is a config file)."""
-        return PermissionsView(self.engine.permissions, {a.id: a.role for a in self.engine.fleet.agents})
+        return PermissionsView(self.engine.tools.permissions, self.engine.tools.roles)
 
     async def _decide(self, call_id: int, approve: bool, reason: str) -> None:
         outcome, result = await self.core.attempt(
-            lambda: self.engine.decide_tool_call(call_id, approve, self.core.operator, reason),
+            lambda: self.engine.tools.decide(call_id, approve, self.core.operator, reason),
             context=f"the decision on tool call #{call_id} was not saved",
             refused=lambda m: self.sig_failed.emit(call_id, m),
             refusal_prefix=f"{'approval' if approve else 'rejection'} refused: ")

@@ -25,7 +25,7 @@ class TracesAdapter(Adapter):
         return self.core.spawn(self._open(trace_id), "trace.open")
 
     async def _open(self, trace_id: str) -> None:
-        outcome, lines = await self.core.attempt(lambda: self.engine.trace(trace_id),
+        outcome, lines = await self.core.attempt(lambda: self.engine.gateway.trace(trace_id),
                                                  context=f"trace {trace_id} could not be read",
                                                  refused=lambda m: self.sig_failed.emit(trace_id, m))
         if outcome is not Attempt.DONE:

@@ -18,7 +18,7 @@ class TrustAdapter(Adapter):
     @property
     def settings(self) -> ReputationSettings:
         """The reputation book's settings, read-only (frozen): panels quote its floor and probation terms."""
-        return self.engine.settings.reputation
+        return self.engine.reputation.settings
 
     @property
     def quarantine_floor(self) -> float:
@@ -43,7 +43,7 @@ class TrustAdapter(Adapter):
         if not self.core.require_ready("agents cannot be quarantined or released",
                                        lambda m: self.sig_failed.emit(agent_id, m)):
             return None
-        call = getattr(self.engine, action)
+        call = getattr(self.engine.reputation, action)
         # A refusal (no reason, already quarantined) is shown by the reason dialog, not as a toast.
         return self.core.spawn(self.core.attempt(lambda: call(agent_id, reason, self.core.operator),
                                                  context=f"the {action} of {agent_id} was not saved",
@@ -51,10 +51,10 @@ class TrustAdapter(Adapter):
                                                  announce_refusal=False), f"agent.{action}")
 
     async def _load(self) -> None:
-        tables = self.engine.trust.tables
+        reputation = self.engine.reputation
 
         async def read():
-            return await tables.history(), await tables.alerts()
+            return await reputation.history(), await reputation.alerts()
         outcome, loaded = await self.core.attempt(read, context="the trust history could not be read")
         if outcome is Attempt.DONE:
             self.sig_loaded.emit(*loaded)

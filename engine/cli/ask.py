@@ -36,8 +36,8 @@ async def _ask(args) -> int:
     if not args.json:
         print("Starting the fleet...", file=sys.stderr)
     async with engine:
-        answer = await engine.ask(args.question, None if args.tier == "auto" else RiskTier(args.tier))
-        item = await engine.review_item_for(answer.trace_id)
+        answer = await engine.questions.ask(args.question, None if args.tier == "auto" else RiskTier(args.tier))
+        item = await engine.reviews.item_for(answer.trace_id)
     if args.json:
         print(json.dumps({**answer_json(answer), "review": review_json(item)}, ensure_ascii=False, indent=2))
     else:

@@ -41,7 +41,7 @@ async def _fleet_up(args) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with engine:
-        keyed = sorted(a.id for a in fleet.agents if a.builtin and a.enabled and a.id in engine.keyring)
+        keyed = sorted(a.id for a in fleet.agents if a.builtin and a.enabled and a.id in engine.parts.keyring)
         if keyed:
             print(f"Signed with keys for this run only (other clients get 401; --unsigned serves them without): "
                   f"{', '.join(keyed)}", flush=True)

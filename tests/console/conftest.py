@@ -78,7 +78,7 @@ def engine(small_fleet_file, db_path, cache_dir) -> Engine:
     engine = Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir)
     yield engine
     # Safety net only: a failed test must not leave agents behind (tests assert on this themselves).
-    for child in engine.launcher._children.values():
+    for child in engine.parts.launcher._children.values():
         if child.process.poll() is None:
             child.process.kill()
             child.process.wait()

@@ -118,6 +118,23 @@ class FakeTools:
         return ()
 
 
+class Face:
+    """One of the Engine's faces over the fake: a name maps to the fake's method of that name (a str, looked
+    up when used), to a value read when used (a callable of no argument), or to a plain value."""
+
+    def __init__(self, engine: "FakeEngine", **names: Any) -> None:
+        self._engine, self._names = engine, names
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            target = self._names[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        if isinstance(target, str):
+            return getattr(self._engine, target)
+        return target() if callable(target) else target
+
+
 class FakeEngine:
     def __init__(self, agents: Sequence[AgentView] = (), *, reviews: Iterable[ReviewItem] = (),
                  history: Iterable = (), alerts: Iterable[AlertRow] = (), decisions: Iterable = (),
@@ -128,7 +145,6 @@ class FakeEngine:
         self.calls: list[Call] = []
         self._listeners: list[Callable[[object], None]] = []
         self._agents: dict[str, AgentView] = {v.spec.id: v for v in agents}
-        self.fleet = SimpleNamespace(agents=[v.spec for v in agents])
         self.review = FakeReviewQueue(self, reviews)
         self.trust = SimpleNamespace(tables=FakeReputationTables(self, history, alerts))
         self.silence_rows: dict[int, Silence] = {s.id: s for s in silences}
@@ -140,6 +156,25 @@ class FakeEngine:
         self.tools = FakeTools()
         self.corpus_index = None            # the corpus index's latest progress (a test sets it, or emits events)
         self.closed = False
+        # The Engine's faces (engine/facades) as the console's adapters reach them, each name read from the fake's
+        # own methods when it is called (so a subclass's stop_fleet or decide_many is the face's).
+        self.fleet = Face(self, agents="agents", start="start_fleet", stop="stop_fleet",
+                          config=SimpleNamespace(agents=[v.spec for v in agents]))
+        self.questions = Face(self, ask="ask")
+        self.reviews = Face(self, decide="decide", decide_many="decide_many", pending=lambda: self.review.pending,
+                            items=lambda: self.review.items, get=lambda: self.review.get)
+        self.reputation = Face(self, quarantine="quarantine", release="release", settings=self.settings.reputation,
+                               history=lambda: self.trust.tables.history, alerts=lambda: self.trust.tables.alerts)
+        self.alerts = Face(self, alerts="alerts_list", silences="silences", acknowledge="acknowledge_alert",
+                           silence="silence_alerts", end_silence="end_silence")
+        self.corpus = Face(self, reindex="reindex_corpus", progress=lambda: self.corpus_index)
+        self.gateway = Face(self, decisions="gateway_decisions", trace="trace")
+        self.cascade = SimpleNamespace(theta=self.settings.cascade.theta)
+        self.tools.roles = {v.spec.id: v.spec.role for v in agents}
+
+    @property
+    def audit(self):
+        return self.audit_log
 
     # --- events ------------------------------------------------------------------------------
     def subscribe(self, listener: Callable[[object], None]) -> None:

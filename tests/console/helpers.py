@@ -9,7 +9,7 @@ from engine import Engine
 
 def agent_processes_alive(engine: Engine) -> list[str]:
     """Ids of agents whose process is still running (the test may look inside the engine)."""
-    return [agent_id for agent_id, child in engine.launcher._children.items() if child.process.poll() is None]
+    return [agent_id for agent_id, child in engine.parts.launcher._children.items() if child.process.poll() is None]
 
 
 def processes_mentioning(text: str) -> list[int]:

@@ -592,7 +592,7 @@ def test_a_blocked_injection_is_raised_silenced_and_acknowledged_on_the_real_fle
         qtbot.keyClicks(panel.ack_form.comment, "seen")
         with qtbot.waitSignal(service.alerts.sig_acknowledge_done, timeout=WAIT_MS):
             press(qtbot, panel.ack_form.comment, Qt.Key.Key_Return)
-        stored = engine.alerts.alerts_sync()
+        stored = engine.parts.alerts.alerts_sync()
         first = next(a for a in stored if a.id == injections[0].id)
         assert (first.acknowledged_by, first.ack_comment) == ("tester", "seen")
         assert errors == []

@@ -45,7 +45,7 @@ def test_escalated_answer_is_approved_by_keyboard_audited_and_credits_its_agents
     assert (item.trace_id, item.status) == (answer.trace_id, ReviewStatus.PENDING)
     credited = item.decision_counts_for
     assert credited and any(a.startswith("gen-") for a in credited)
-    before = {agent: engine.trust.book.record(agent).score for agent in credited}
+    before = {agent: engine.parts.reputation.book.record(agent).score for agent in credited}
 
     window.show_approvals()                        # the focus goes to the queue's table
     panel.set_review_filter(ReviewFilter(StatusFilter.PENDING))
@@ -65,7 +65,7 @@ def test_escalated_answer_is_approved_by_keyboard_audited_and_credits_its_agents
     assert panel.proxy.row_of(item.id) == -1 and panel.proxy.rowCount() == 0      # gone from the pending filter
     assert panel.model.record(panel.model.row_of(item.id)).status is ReviewStatus.APPROVED
     assert window.dock_title("approvals") == "Approvals"
-    after = {agent: engine.trust.book.record(agent).score for agent in credited}
+    after = {agent: engine.parts.reputation.book.record(agent).score for agent in credited}
     assert all(after[agent] > before[agent] for agent in credited), (before, after)
 
     window.close()

@@ -84,7 +84,7 @@ def test_operator_asks_through_the_window_and_closing_stops_the_fleet(qtbot, qas
     assert "KEPT OUT" in view.detail.toPlainText()          # opens on the first flagged passage
     outcomes = panel.answer_view.outcomes_model
     assert sorted(outcomes.record(r).agent_id for r in range(outcomes.rowCount())) == sorted(
-        v.spec.id for v in engine.agents())
+        v.spec.id for v in engine.fleet.agents())
     fleet = window.fleet_panel.model
     assert all(view.calls >= 1 and view.last_latency_ms is not None for view in fleet.records())
 

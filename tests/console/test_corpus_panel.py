@@ -117,7 +117,7 @@ def test_a_real_engine_indexes_its_corpus_at_start_and_the_panel_follows(qtbot, 
     with qtbot.waitSignal(service.sig_ready, timeout=60_000):
         service.start()
     assert seen[0].phase is IndexPhase.READING and seen[-1].phase is IndexPhase.DONE
-    assert panel.progress() == engine.corpus_index == seen[-1]
+    assert panel.progress() == engine.corpus.progress == seen[-1]
     assert panel.folder.full_text() == str(TEST_CORPUS.resolve()) and panel.status.text().startswith("Indexed ")
     assert panel.reindex_button.isEnabled()
     task = service.shutdown()

@@ -321,7 +321,7 @@ def test_a_suspect_named_by_the_latest_answer_is_marked_until_an_answer_no_longe
 
 def test_two_reasons_against_one_agent_are_both_shown(engine):
     model = FleetModel()
-    model.set_agents(engine.agents())
+    model.set_agents(engine.fleet.agents())
     assert model.set_suspects([("ret-rogue", "tampered copies"), ("ret-rogue", "echo cluster")]) == [
         model.row_of("ret-rogue")]
     assert text(model, model.row_of("ret-rogue"), "Detail") == "⚠ suspected: tampered copies; echo cluster"

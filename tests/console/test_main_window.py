@@ -34,14 +34,14 @@ def test_start_progress_then_live_fleet_status_in_the_status_bar(qtbot, engine):
     assert window.progress.isVisible()
     assert (window.progress.value(), window.progress.maximum()) == (3, 6)
 
-    for view in engine.agents():
+    for view in engine.fleet.agents():
         service.fleet.sig_agent_changed.emit(dataclasses.replace(view, state=AgentState.UP))
     service.sig_ready.emit(6)
     assert not window.progress.isVisible()
     assert window.status_text.text() == "Ready — all 6 agents up"
     assert window.ask_panel.ask_button.isEnabled()
 
-    service.fleet.sig_agent_changed.emit(dataclasses.replace(engine.agents()[0], state=AgentState.DOWN))
+    service.fleet.sig_agent_changed.emit(dataclasses.replace(engine.fleet.agents()[0], state=AgentState.DOWN))
     qtbot.waitUntil(lambda: window.status_text.text() == "Ready — 5 of 6 agents up · 1 down", timeout=2_000)
 
 

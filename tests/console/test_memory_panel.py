@@ -83,7 +83,7 @@ def run(qtbot, coro):
 
 
 def write(qtbot, engine, agent: str, key: str, content: str, trace_id: str):
-    result = run(qtbot, engine.memory.write(agent, agent, key, content, trace_id))
+    result = run(qtbot, engine.parts.memory.write(agent, agent, key, content, trace_id))
     assert result.stored, result
     return result.entry
 
@@ -173,7 +173,7 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     assert f"quarantined by {service.operator}: contradicts the corpus" in panel.details.toPlainText()
     assert panel.message.text() == f"Entry #{bad.id} gen-a/mars is quarantined; #{good.id} (v1) is the active version."
     assert window.dock_title("memory") == "Memory (1 quarantined)"
-    assert [e.content for e in run(qtbot, engine.memory.read("gen-a", "gen-a", "mars", "t9"))] == [good.content]
+    assert [e.content for e in run(qtbot, engine.parts.memory.read("gen-a", "gen-a", "mars", "t9"))] == [good.content]
 
     # Release it again, then take a snapshot of gen-a and roll back what is written after it.
     assert panel.release_button.isEnabled() and not panel.quarantine_button.isEnabled()
@@ -213,7 +213,7 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
     assert errors == []
 
     # Refusals reach the operator (sig_error, the panel's message) and change nothing.
-    other = run(qtbot, engine.memory.snapshot("gen-b", "x", "test"))
+    other = run(qtbot, engine.parts.memory.snapshot("gen-b", "x", "test"))
     with qtbot.waitSignal(service.memory.sig_failed, timeout=TIMEOUT_MS):
         service.memory.rollback("gen-a", snapshot_id=other.id, reason="wrong namespace")
     with qtbot.waitSignal(service.memory.sig_failed, timeout=TIMEOUT_MS):
@@ -225,7 +225,7 @@ def test_quarantine_release_snapshot_and_rollback_through_the_panel_change_the_s
                       "quarantine refused: memory: an empty reason; say why you quarantine a memory entry, it goes "
                       "into the audit trail"]
     assert panel.message.text() == errors[-1]
-    assert [e.status.value for e in run(qtbot, engine.memory.history("gen-a", "mars"))] == [
+    assert [e.status.value for e in run(qtbot, engine.parts.memory.history("gen-a", "mars"))] == [
         "active", "rolled_back", "rolled_back"]
 
 
@@ -233,9 +233,9 @@ def test_who_read_it_lists_readers_and_traces_and_opens_a_trace(qtbot, running):
     engine, service, window = running
     panel = window.memory_panel
     entry = write(qtbot, engine, "gen-a", "mars", "Mars has three moons.", "t-write")
-    run(qtbot, engine.memory.read("gen-a", "gen-a", None, "t-read-1"))
+    run(qtbot, engine.parts.memory.read("gen-a", "gen-a", None, "t-read-1"))
     write(qtbot, engine, "gen-a", "summary", "Three moons orbit Mars.", "t-read-1")     # copied on
-    run(qtbot, engine.memory.read("gen-a", "gen-a", "mars", "t-read-2"))
+    run(qtbot, engine.parts.memory.read("gen-a", "gen-a", "mars", "t-read-2"))
     reload(qtbot, service)
     assert panel.select_entry(entry.id)
 
@@ -265,7 +265,7 @@ def test_an_agents_markup_in_memory_shows_literally_in_cells_details_tooltips_an
     engine, service, window = running
     panel = window.memory_panel
     entry = write(qtbot, engine, "gen-a", f"note {HOSTILE}", f"Note: {HOSTILE} appeared in a passage.", "t1")
-    run(qtbot, engine.memory.read("gen-a", "gen-a", None, "t2"))
+    run(qtbot, engine.parts.memory.read("gen-a", "gen-a", None, "t2"))
     reload(qtbot, service)
     assert panel.current_entry().id == entry.id
 

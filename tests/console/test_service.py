@@ -22,7 +22,7 @@ def test_requests_before_start_are_refused_with_a_message(qtbot, qasync_loop, en
         task = service.shutdown()
     assert service.shutdown() is task          # idempotent
     assert service.phase is Phase.STOPPED
-    assert engine.launcher._children == {}     # never started, so nothing was launched
+    assert engine.parts.launcher._children == {}     # never started, so nothing was launched
 
 
 def test_start_ask_and_shutdown_emit_signals_and_stop_every_agent(qtbot, qasync_loop, engine):
@@ -39,7 +39,7 @@ def test_start_ask_and_shutdown_emit_signals_and_stop_every_agent(qtbot, qasync_
     assert service.ready
     assert progress[0] == (0, 6) and progress[-1] == (6, 6)
     assert [up for up, _ in progress] == sorted(up for up, _ in progress)     # progress only goes forward
-    assert {v.spec.id for v in changed if v.state is AgentState.UP} == {v.spec.id for v in engine.agents()}
+    assert {v.spec.id for v in changed if v.state is AgentState.UP} == {v.spec.id for v in engine.fleet.agents()}
     assert service.start() is None and errors == ["the engine cannot start while ready"]
     errors.clear()
 
@@ -62,7 +62,7 @@ def test_start_ask_and_shutdown_emit_signals_and_stop_every_agent(qtbot, qasync_
     with qtbot.waitSignal(service.sig_stopped, timeout=STOP_TIMEOUT_MS):
         service.shutdown()
     assert agent_processes_alive(engine) == []
-    assert len(engine.launcher._children) == 6
+    assert len(engine.parts.launcher._children) == 6
     assert service.questions.ask("What are the moons of Mars?", "medium") is None
     assert errors[-1] == "questions are not accepted while the engine is stopped"
 
@@ -73,7 +73,7 @@ def test_shutdown_during_start_cancels_it_and_leaves_no_agent_running(qtbot, qas
     service.sig_error.connect(errors.append)
     service.start()
     # Wait until the processes exist but the fleet is not up yet.
-    qtbot.waitUntil(lambda: len(engine.launcher._children) == 6, timeout=START_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: len(engine.parts.launcher._children) == 6, timeout=START_TIMEOUT_MS)
     assert not service.ready
     with qtbot.waitSignal(service.sig_stopped, timeout=STOP_TIMEOUT_MS):
         service.shutdown()

@@ -28,7 +28,7 @@ def email(to: str = "someone@example.org", subject: str = "Daily summary", body:
 
 
 def call(qtbot, engine, agent: str, request: ToolRequest, trace_id: str = "t1"):
-    return run(qtbot, engine.tools.handle(agent, request, trace_id))
+    return run(qtbot, engine.parts.tools.handle(agent, request, trace_id))
 
 
 def reload(qtbot, service) -> None:
@@ -134,7 +134,7 @@ def test_rejecting_without_a_reason_is_refused_and_with_one_drops_the_call(qtbot
                f"the audit trail")
     assert failed.args == [first.call_id, message] and errors == [message]
     qtbot.waitUntil(lambda: panel.message.text() == f"#{first.call_id}: {message}", timeout=TIMEOUT_MS)
-    assert (run(qtbot, engine.tools.get(first.call_id))).status is ToolStatus.PENDING
+    assert (run(qtbot, engine.parts.tools.get(first.call_id))).status is ToolStatus.PENDING
 
     assert panel.select_call(first.call_id)
     qtbot.mouseClick(panel.reject_button, Qt.MouseButton.LeftButton)
@@ -192,7 +192,7 @@ def test_the_tool_call_models_pass_qt_model_tester(qtbot, qtmodeltester, running
     call(qtbot, engine, "gen-a", email())
     call(qtbot, engine, "gen-b", email())
     approved = call(qtbot, engine, "gen-a", email(to="ops@example.org"))
-    run(qtbot, engine.decide_tool_call(approved.call_id, True, "test", "fine"))
+    run(qtbot, engine.tools.decide(approved.call_id, True, "test", "fine"))
     reload(qtbot, service)
     qtmodeltester.check(panel.model)
     qtmodeltester.check(panel.outbox)

@@ -165,11 +165,11 @@ def test_trust_panel_plots_a_trust_update_with_the_floor_quarantine_mark_hover_a
 
 def test_fleet_table_shows_trust_score_and_standing_in_colour(engine):
     model = FleetModel()
-    views = list(engine.agents())
+    views = list(engine.fleet.agents())
     assert fleet_cell_of(model, views, "gen-a", "Score") == "—"         # not scored before the book has it
 
     def up(agent_id, **standing):
-        return dataclasses.replace(engine.registry.get(agent_id), state=AgentState.UP, **standing)
+        return dataclasses.replace(engine.parts.registry.get(agent_id), state=AgentState.UP, **standing)
     model.update_agent(up("gen-a", trust_score=0.7512, trust_state="active"))
     model.update_agent(up("gen-b", trust_score=0.45, trust_state="probation"))
     model.update_agent(up("gen-liar", trust_score=0.12, trust_state="quarantined"))
@@ -194,7 +194,7 @@ def fleet_cell_of(model, views, agent_id, title):
 
 def test_reason_dialog_needs_a_reason_says_what_happens_and_shows_a_refusal(qtbot, engine):
     service = EngineService(engine)                  # never started: the engine refuses, the dialog says why
-    view = engine.registry.get("gen-liar")
+    view = engine.parts.registry.get("gen-liar")
     dialog = TrustActionDialog(service, view, TrustAction.QUARANTINE)
     qtbot.addWidget(dialog)
     dialog.open()
@@ -256,7 +256,7 @@ def test_quarantine_and_release_from_the_fleet_table_through_the_reason_dialog(q
     quarantined = [e for e in updated.args[0].events if type(e).__name__ == "AgentQuarantined"]
     assert [(e.agent_id, e.reason, e.actor, e.automatic) for e in quarantined] == [
         ("gen-b", "answers drift since the last deploy", "tester", False)]
-    assert engine.registry.get("gen-b").trust_state == "quarantined"
+    assert engine.parts.registry.get("gen-b").trust_state == "quarantined"
     assert fleet_cell(fleet.model, "gen-b", "State") == "quarantined"
     assert fleet_cell(fleet.model, "gen-b", "State", FOREGROUND) == style.tones().bad
     assert fleet.message.full_text() == "gen-b quarantined by tester"
@@ -330,7 +330,7 @@ def test_a_lying_generator_is_quarantined_automatically_and_the_alert_is_acknowl
     assert trust.floor == 0.7 and trust.floor_line.label.toPlainText() == "quarantine floor 0.70"
     assert alerts.model.rowCount() == 0 and window.alerts_button.isHidden()
     assert window.dock_title("alerts") == "Alerts"
-    assert set(trust.agents_plotted()) == {v.spec.id for v in engine.agents()}     # registered, from the store
+    assert set(trust.agents_plotted()) == {v.spec.id for v in engine.fleet.agents()}     # registered, from the store
 
     window.ask_panel.question.setText("What are the moons of Mars?")
     with qtbot.waitSignal(service.questions.sig_answer, timeout=ANSWER_TIMEOUT_MS):

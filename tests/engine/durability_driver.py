@@ -33,19 +33,19 @@ def say(kind: str, **fields) -> None:
 async def head(engine: Engine) -> dict:
     """The audit chain's last event and the score history's last row, read back after the write returned."""
     def read() -> dict:
-        conn = engine.store.db.conn
+        conn = engine.parts.store.db.conn
         seq, digest = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         trust = conn.execute("SELECT id, agent_id, score, state FROM trust_history ORDER BY id DESC LIMIT 1").fetchone()
         return {"audit_seq": seq, "audit_hash": digest, "trust_row": list(trust) if trust else None}
-    return await engine.store.call(read)
+    return await engine.parts.store.call(read)
 
 
 async def ask_forever(engine: Engine, lane: int, stop: float) -> None:
     n = lane
     while time.monotonic() < stop:
         question, tier = QUESTIONS[n % len(QUESTIONS)]
-        answer = await engine.ask(question, tier)
-        item = await engine.review_item_for(answer.trace_id)
+        answer = await engine.questions.ask(question, tier)
+        item = await engine.reviews.item_for(answer.trace_id)
         say("question", trace_id=answer.trace_id, review_item=item.id if item else None,
             **await head(engine))
         n += 2
@@ -54,13 +54,13 @@ async def ask_forever(engine: Engine, lane: int, stop: float) -> None:
 async def decide_forever(engine: Engine, stop: float) -> None:
     approve = True
     while time.monotonic() < stop:
-        pending = await engine.review.pending()
+        pending = await engine.parts.review.pending()
         if not pending:
             await asyncio.sleep(0.02)
             continue
         item = pending[0]
         try:
-            decided = await engine.decide(item.id, approve, "alice", "verified against the cited sources" if approve
+            decided = await engine.reviews.decide(item.id, approve, "alice", "verified against the cited sources" if approve
                                           else "insufficient evidence")
         except InputError:
             continue
@@ -74,27 +74,27 @@ async def quarantine_forever(engine: Engine, stop: float) -> None:
     while time.monotonic() < stop:
         await asyncio.sleep(0.2)
         if quarantined:
-            await engine.release("gen-b", "repaired", "bob")
+            await engine.reputation.release("gen-b", "repaired", "bob")
         else:
-            await engine.quarantine("gen-b", "drill", "bob")
+            await engine.reputation.quarantine("gen-b", "drill", "bob")
         quarantined = not quarantined
         say("quarantine" if quarantined else "release", agent="gen-b", **await head(engine))
 
 
 async def acknowledge_forever(engine: Engine, stop: float) -> None:
     while time.monotonic() < stop:
-        open_alerts = await engine.alerts_list(open_only=True, limit=50)
+        open_alerts = await engine.alerts.alerts(open_only=True, limit=50)
         if not open_alerts:
             await asyncio.sleep(0.05)
             continue
-        row = await engine.acknowledge_alert(open_alerts[-1].id, "carol", "seen in the drill")
+        row = await engine.alerts.acknowledge(open_alerts[-1].id, "carol", "seen in the drill")
         say("alert", alert=row.id, by=row.acknowledged_by, **await head(engine))
 
 
 async def main(fleet: Path, settings: Path, db: Path, cache: Path) -> None:
     engine = Engine(load_fleet(fleet), load_settings(settings), db_path=db, cache_dir=cache)
     async with engine:
-        print(json.dumps({"ready": True, "pids": {a: engine.launcher.pid(a) for a in engine.launcher.urls()}}),
+        print(json.dumps({"ready": True, "pids": {a: engine.parts.launcher.pid(a) for a in engine.parts.launcher.urls()}}),
               flush=True)
         stop = time.monotonic() + MAX_SECONDS
         await asyncio.gather(ask_forever(engine, 0, stop), ask_forever(engine, 1, stop), decide_forever(engine, stop),

@@ -54,7 +54,7 @@ def engine(small_fleet_file, db_path, cache_dir, tmp_path):
 
     async def ask(question, tier=None, trace_id=None):
         return next(answers)
-    engine.pipeline.ask = ask
+    engine.parts.pipeline.ask = ask
     return engine
 
 
@@ -63,7 +63,7 @@ async def test_alerts_are_recorded_announced_silenced_acknowledged_and_expire(en
     engine.subscribe(events.append)
     of = lambda kind: [e for e in events if isinstance(e, kind)]     # noqa: E731
     async with engine:
-        await engine.ask("What are the moons of Mars?")
+        await engine.questions.ask("What are the moons of Mars?")
         [first] = of(AlertsRaised)
         assert first.trace_id == "q1"
         kinds = {(a.kind, a.agent_id) for a in first.alerts}
@@ -71,39 +71,39 @@ async def test_alerts_are_recorded_announced_silenced_acknowledged_and_expire(en
         assert {("injection_blocked", "gen-liar"), ("cascade_triggered", "ret-rogue"),
                 ("auto_quarantine", "gen-liar")} <= kinds
         assert all(a.id > 0 and a.loud for a in first.alerts)
-        listed = {a.id: a for a in await engine.alerts_list()}
+        listed = {a.id: a for a in await engine.alerts.alerts()}
         assert {a.id for a in first.alerts} <= set(listed)
 
-        silence = await engine.silence_alerts(AlertKind.INJECTION_BLOCKED, None, 3600, "alice", "red-team drill")
+        silence = await engine.alerts.silence(AlertKind.INJECTION_BLOCKED, None, 3600, "alice", "red-team drill")
         assert of(SilencesChanged)[-1].silences == (silence,)
-        assert await engine.silences() == (silence,)
+        assert await engine.alerts.silences() == (silence,)
 
-        engine.clock.now += 60
-        await engine.ask("What are the moons of Mars?")
+        engine.parts.clock.now += 60
+        await engine.questions.ask("What are the moons of Mars?")
         second = of(AlertsRaised)[-1]
         assert second.trace_id == "q2"
         injected = next(a for a in second.alerts if a.kind == "injection_blocked")
         cascade = next(a for a in second.alerts if a.kind == "cascade_triggered")
         assert injected.silenced_by == silence.id and cascade.loud      # detected and recorded, only muted
-        muted = {a.id for a in await engine.alerts_list() if a.muted}
-        assert muted == {a.id for a in await engine.alerts_list() if a.kind == "injection_blocked"}
+        muted = {a.id for a in await engine.alerts.alerts() if a.muted}
+        assert muted == {a.id for a in await engine.alerts.alerts() if a.kind == "injection_blocked"}
         assert len(muted) == 2
-        assert (await engine.alerts.unacknowledged_counts())[1] == 2
+        assert (await engine.parts.alerts.unacknowledged_counts())[1] == 2
 
-        acked = await engine.acknowledge_alert(injected.id, "alice", "part of the drill")
+        acked = await engine.alerts.acknowledge(injected.id, "alice", "part of the drill")
         assert (acked.ack_comment, acked.acknowledged_by) == ("part of the drill", "alice")
         assert of(AlertChanged)[-1].alert == acked
 
-        engine.clock.now = silence.expires_at                       # the silence expired: loud again
-        open_injections = [a for a in await engine.alerts_list(open_only=True) if a.kind == "injection_blocked"]
+        engine.parts.clock.now = silence.expires_at                       # the silence expired: loud again
+        open_injections = [a for a in await engine.alerts.alerts(open_only=True) if a.kind == "injection_blocked"]
         assert len(open_injections) == 1 and open_injections[0].loud
         with pytest.raises(InputError, match="already expired"):
-            await engine.end_silence(silence.id, "bob")
+            await engine.alerts.end_silence(silence.id, "bob")
 
         with pytest.raises(InputError, match="no agent 'gen-nobody'"):
-            await engine.silence_alerts(None, "gen-nobody", 600, "alice", "typo")
-        by_agent = await engine.silence_alerts(None, "gen-liar", 600, "alice", "fixing it")
+            await engine.alerts.silence(None, "gen-nobody", 600, "alice", "typo")
+        by_agent = await engine.alerts.silence(None, "gen-liar", 600, "alice", "fixing it")
         assert of(SilencesChanged)[-1].silences == (by_agent,)
-        ended = await engine.end_silence(by_agent.id, "bob")
+        ended = await engine.alerts.end_silence(by_agent.id, "bob")
         assert ended.ended_by == "bob" and of(SilencesChanged)[-1].silences == ()
-        assert engine.store.verify_audit_sync() > 0
+        assert engine.parts.store.verify_audit_sync() > 0

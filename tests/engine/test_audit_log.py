@@ -377,4 +377,4 @@ def test_export_refuses_a_bad_format_or_no_operator(log, db_path, tmp_path, fmt,
 def test_the_engine_has_an_audit_log_on_its_store(small_fleet_file, db_path, cache_dir):
     from engine import Engine, load_fleet, load_settings
     engine = Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir, launch=False)
-    assert isinstance(engine.audit_log, AuditLog) and engine.audit_log.store is engine.store
+    assert isinstance(engine.audit, AuditLog) and engine.audit.store is engine.parts.store

@@ -203,24 +203,24 @@ async def test_the_engine_indexes_at_start_with_events_on_its_loop_and_audits_th
         assert index[0].progress.phase is IndexPhase.READING and index[-1].progress.phase is IndexPhase.DONE
         ready_at = next(i for i, (e, _t) in enumerate(events) if isinstance(e, EngineReady))
         assert events.index((index[-1], threading.get_ident())) < ready_at    # indexed before it says ready
-        assert engine.corpus_index == index[-1].progress
-        assert engine.corpus_index.record.indexed_at == 42.0
+        assert engine.corpus.progress == index[-1].progress
+        assert engine.corpus.progress.record.indexed_at == 42.0
         await asyncio.sleep(0)
-        rows = await engine.audit_log.query(AuditFilter(kind="corpus.indexed"))
+        rows = await engine.audit.query(AuditFilter(kind="corpus.indexed"))
         assert len(rows) == 1 and rows[0].actor == "engine"
         payload = rows[0].payload
         assert (payload["files"], payload["skipped_count"]) == (2, 1)
         assert payload["skipped"][0]["path"] == "blob.md" and payload["texts"] == payload["new"]
-        assert read_record(cache_dir / "engine", docs) == engine.corpus_index.record
+        assert read_record(cache_dir / "engine", docs) == engine.corpus.progress.record
 
         (docs / "plain.txt").write_text("Mars has two moons. Both are small.")
-        results = await asyncio.gather(engine.reindex_corpus("alice"), engine.reindex_corpus("bob"),
+        results = await asyncio.gather(engine.corpus.reindex("alice"), engine.corpus.reindex("bob"),
                                        return_exceptions=True)
         report, refused = results
         assert isinstance(refused, InputError) and "already" in str(refused)        # one index at a time
-        assert 0 < report.new < report.texts and engine.corpus_index.record == report.record
+        assert 0 < report.new < report.texts and engine.corpus.progress.record == report.record
         await asyncio.sleep(0)
-        rows = await engine.audit_log.query(AuditFilter(kind="corpus.indexed"))
+        rows = await engine.audit.query(AuditFilter(kind="corpus.indexed"))
         assert [r.actor for r in rows] == ["alice", "engine"]
 
 
@@ -236,4 +236,4 @@ async def test_a_corpus_that_cannot_be_read_fails_the_start_and_says_so(tmp_path
     await engine.aclose()
     index = [e.progress for e in events if isinstance(e, CorpusIndexProgress)]
     assert index[-1].phase is IndexPhase.FAILED and "no readable file" in index[-1].error
-    assert engine.corpus_index == index[-1] and not any(isinstance(e, EngineReady) for e in events)
+    assert engine.corpus.progress == index[-1] and not any(isinstance(e, EngineReady) for e in events)

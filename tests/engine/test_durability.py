@@ -163,13 +163,13 @@ def test_kill_9_during_a_burst_loses_nothing_acknowledged(tmp_path):
         engine = Engine(load_fleet(fleet), load_settings(settings), db_path=db, cache_dir=tmp_path / "cache",
                         launch=False)
         async with engine:
-            items = await engine.review.items("all", limit=None)
+            items = await engine.parts.review.items("all", limit=None)
             assert items and all(item.question and item.trace_id for item in items)
             pending = [item for item in items if item.pending]
             if pending:
-                decided = await engine.decide(pending[0].id, False, "dave", "policy")
+                decided = await engine.reviews.decide(pending[0].id, False, "dave", "policy")
                 assert decided.status.value == "rejected"
-            assert await engine.store.call(engine.store.verify_audit_sync) >= max(a["audit_seq"] for a in acks)
+            assert await engine.parts.store.call(engine.parts.store.verify_audit_sync) >= max(a["audit_seq"] for a in acks)
     asyncio.run(restart())
     check_promises(db, acks)
 

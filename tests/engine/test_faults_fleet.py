@@ -84,10 +84,10 @@ async def test_every_fault_is_survived_counted_and_alerted(tmp_path, db_path, ca
     fds_before = open_fds()
     engine = Engine(load_fleet(fleet_file), load_settings(settings_file), db_path=db_path, cache_dir=cache_dir)
     async with engine:
-        assert all(v.state is AgentState.UP for v in engine.agents())
+        assert all(v.state is AgentState.UP for v in engine.fleet.agents())
 
         # 1. Every fault strikes: each failure is that agent's outcome, and the question is still answered.
-        first = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+        first = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
         got = statuses(first)
         assert {a: got[a] for a in EXPECTED} == EXPECTED
         assert all(got[a] is CallStatus.OK for a in HONEST) and got["ret-flap"] is CallStatus.OK
@@ -100,19 +100,19 @@ async def test_every_fault_is_survived_counted_and_alerted(tmp_path, db_path, ca
         assert part.generators.held and not part.retrievers.held and not part.quorum_held
         assert summary(part) == "4 of 11 retrievers, 2 of 3 generators answered"
         assert shortfall(part) in first.reason and "quorum not held: 4 of 11 retrievers answered, 6 needed" in first.reason
-        [lost] = [a for a in await engine.alerts_list() if a.kind == "quorum_lost"]
+        [lost] = [a for a in await engine.alerts.alerts() if a.kind == "quorum_lost"]
         assert lost.trace_id == first.trace_id and lost.severity.value == "warning"
         assert "4 of 11 retrievers answered" in lost.message and "ret-hang" in lost.message
         assert await settled(engine) == set()
 
         # The process that died mid-reply is down and asked no more; the flapping one goes down on its next call.
-        await wait_until(lambda: engine.registry.get("ret-crash-mid").state is AgentState.DOWN)
-        old_flap_url = engine.registry.get("ret-flap").url
+        await wait_until(lambda: engine.parts.registry.get("ret-crash-mid").state is AgentState.DOWN)
+        old_flap_url = engine.parts.registry.get("ret-flap").url
         for agent_id in ("ret-hang", "ret-drip", "ret-wrong-type", "ret-http-5xx", "ret-oversize"):
-            await engine.quarantine(agent_id, "broken on purpose", "alice")
+            await engine.reputation.quarantine(agent_id, "broken on purpose", "alice")
 
         # 2. The operator took the worst off: 3 of 5 answer (malformed and the flapping one fail) and that holds.
-        second = await engine.ask("Who discovered the moons of Mars?", RiskTier.MEDIUM)
+        second = await engine.questions.ask("Who discovered the moons of Mars?", RiskTier.MEDIUM)
         got = statuses(second)
         assert set(got) == {*HONEST, "ret-malformed", "ret-flap", "gen-a", "gen-b", "gen-5xx"}
         assert got["ret-flap"] is CallStatus.DOWN and got["ret-malformed"] is CallStatus.MALFORMED
@@ -121,25 +121,25 @@ async def test_every_fault_is_survived_counted_and_alerted(tmp_path, db_path, ca
         assert part.retrievers.unavailable == 1            # crash-mid, down before the question started
         assert part.quorum_held and "quorum" not in second.reason
         assert second.verdict is Verdict.ANSWERED and "Asaph Hall" in second.answer
-        assert not [a for a in await engine.alerts_list() if a.kind == "quorum_lost" and a.trace_id == second.trace_id]
+        assert not [a for a in await engine.alerts.alerts() if a.kind == "quorum_lost" and a.trace_id == second.trace_id]
         assert await settled(engine) == set()
 
         # 3. The flapping agent came back on a new port and answers again.
-        await wait_until(lambda: engine.registry.get("ret-flap").state is AgentState.UP
-                         and engine.registry.get("ret-flap").url != old_flap_url)
-        third = await engine.ask("What is the largest moon of Saturn?", RiskTier.MEDIUM)
+        await wait_until(lambda: engine.parts.registry.get("ret-flap").state is AgentState.UP
+                         and engine.parts.registry.get("ret-flap").url != old_flap_url)
+        third = await engine.questions.ask("What is the largest moon of Saturn?", RiskTier.MEDIUM)
         assert statuses(third)["ret-flap"] is CallStatus.OK
         assert third.participation.retrievers.answered == 4 and third.participation.quorum_held
 
         # 4. No retriever left: no answer, no crash, and the quorum says why.
         for agent_id in (*HONEST, "ret-malformed", "ret-flap"):
-            await engine.quarantine(agent_id, "drill", "alice")
-        empty = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+            await engine.reputation.quarantine(agent_id, "drill", "alice")
+        empty = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
         assert empty.verdict is Verdict.NO_ANSWER and not empty.agents
         assert empty.participation.retrievers.asked == 0 and not empty.participation.quorum_held
         assert "quorum not held: 0 of 0 retrievers answered, 3 needed" in empty.reason
         assert await settled(engine) == set()
-        launched = list(engine.launcher._children.values())
+        launched = list(engine.parts.launcher._children.values())
     assert all(child.process.poll() is not None for child in launched)
     assert processes_naming(str(fleet_file)) == []
     assert open_fds() <= fds_before
@@ -220,17 +220,17 @@ async def test_an_external_agent_that_went_down_is_asked_again_once_it_is_back(t
     engine = Engine(load_fleet(fleet_file), load_settings(settings_file), db_path=db_path, cache_dir=cache_dir)
     try:
         async with engine:
-            assert statuses(await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM))["ret-theirs"] \
+            assert statuses(await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM))["ret-theirs"] \
                 is CallStatus.OK
             stop(theirs)
-            down = await engine.ask("Who discovered the moons of Mars?", RiskTier.MEDIUM)
+            down = await engine.questions.ask("Who discovered the moons of Mars?", RiskTier.MEDIUM)
             assert statuses(down)["ret-theirs"] is CallStatus.DOWN and not down.participation.retrievers.held
-            assert engine.registry.get("ret-theirs").state is AgentState.DOWN
+            assert engine.parts.registry.get("ret-theirs").state is AgentState.DOWN
             theirs = serve_external(tmp_path, port)
             # The next question probes it in the background; the one after asks it again.
-            await engine.ask("What is the largest moon of Saturn?", RiskTier.MEDIUM)
-            await wait_until(lambda: engine.registry.get("ret-theirs").state is AgentState.UP)
-            back = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+            await engine.questions.ask("What is the largest moon of Saturn?", RiskTier.MEDIUM)
+            await wait_until(lambda: engine.parts.registry.get("ret-theirs").state is AgentState.UP)
+            back = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
             assert statuses(back)["ret-theirs"] is CallStatus.OK and back.participation.retrievers.held
             assert await settled(engine) == set()
     finally:

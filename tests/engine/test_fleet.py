@@ -17,14 +17,14 @@ async def test_every_agent_serves_health_and_a_question_is_answered(small_fleet_
     events = []
     engine.subscribe(events.append)
     async with engine:
-        views = engine.agents()
+        views = engine.fleet.agents()
         assert all(v.state is AgentState.UP for v in views)
         async with httpx.AsyncClient() as http:
             for view in views:
                 health = (await http.get(f"{view.url}/health")).json()
                 assert health["id"] == view.spec.id and health["status"] == "ok"
                 assert view.url.startswith("http://127.0.0.1:")
-        answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+        answer = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
     assert answer.verdict is Verdict.ANSWERED
     assert "Phobos" in answer.answer
     assert answer.citations and all(c.chunk_id in {x.chunk.id for x in answer.context} for c in answer.citations)
@@ -40,7 +40,7 @@ async def test_every_agent_serves_health_and_a_question_is_answered(small_fleet_
     assert {type(e) for e in events} >= {AgentChanged, EngineReady, QuestionReceived, TrustUpdated}
     assert {type(e) for e in events} >= {AgentCalled, RetrievalMerged, AnswerDecided}
     # No process outlives the engine.
-    assert all(c.process.poll() is not None for c in engine.launcher._children.values())
+    assert all(c.process.poll() is not None for c in engine.parts.launcher._children.values())
 
 
 async def test_killing_an_agent_mid_question_still_answers(tmp_path, db_path, cache_dir):
@@ -53,13 +53,13 @@ async def test_killing_an_agent_mid_question_still_answers(tmp_path, db_path, ca
         """)
     engine = Engine(load_fleet(fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir)
     async with engine:
-        pid = engine.launcher.pid("ret-slow")
-        task = asyncio.create_task(engine.ask("Who discovered the moons of Mars?"))
+        pid = engine.parts.launcher.pid("ret-slow")
+        task = asyncio.create_task(engine.questions.ask("Who discovered the moons of Mars?"))
         await asyncio.sleep(0.8)
         os.kill(pid, signal.SIGKILL)
         answer = await task
         await asyncio.sleep(0.3)
-        state_after = engine.registry.get("ret-slow").state
+        state_after = engine.parts.registry.get("ret-slow").state
     outcome = next(a for a in answer.agents if a.agent_id == "ret-slow")
     assert outcome.status is CallStatus.DOWN
     assert answer.verdict is Verdict.ANSWERED and "Asaph Hall" in answer.answer
@@ -77,9 +77,9 @@ async def test_crashing_agent_is_marked_down_and_never_asked_again(tmp_path, db_
         """)
     engine = Engine(load_fleet(fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir)
     async with engine:
-        first = await engine.ask("What is the largest moon of Saturn?")
+        first = await engine.questions.ask("What is the largest moon of Saturn?")
         await asyncio.sleep(0.3)
-        second = await engine.ask("What is the largest moon of Saturn?")
+        second = await engine.questions.ask("What is the largest moon of Saturn?")
     assert next(a for a in first.agents if a.agent_id == "ret-crash").status is CallStatus.DOWN
     assert "ret-crash" not in {a.agent_id for a in second.agents}
     assert "Titan" in first.answer and "Titan" in second.answer
@@ -87,7 +87,7 @@ async def test_crashing_agent_is_marked_down_and_never_asked_again(tmp_path, db_
 
 async def test_low_tier_uses_two_retrievers_and_one_generator(small_fleet_file, db_path, cache_dir):
     async with Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
-        answer = await engine.ask("Which planet is closest to the Sun?", RiskTier.LOW)
+        answer = await engine.questions.ask("Which planet is closest to the Sun?", RiskTier.LOW)
     roles = [a.role.value for a in answer.agents]
     assert roles.count("retriever") == 2 and roles.count("generator") == 1
     assert "Mercury" in answer.answer
@@ -107,7 +107,7 @@ async def test_verifier_agents_vote_and_a_lying_one_is_outvoted(tmp_path, db_pat
         fault = { kind = "tamper" }
         """)
     async with Engine(load_fleet(fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
-        answer = await engine.ask("What are the moons of Mars?")
+        answer = await engine.questions.ask("What are the moons of Mars?")
     assert answer.verdict is Verdict.ANSWERED and "Phobos" in answer.answer
     chosen = next(c for c in answer.candidates if c.generation.answer == answer.answer)
     # Three voters (the engine's own check, the honest and the lying agent): the liar's flipped vote loses.
@@ -121,8 +121,8 @@ async def test_the_decision_audit_event_records_suspects_kept_out_passages_and_c
                                                                                           cache_dir):
     import json
     async with Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
-        answer = await engine.ask("What are the moons of Mars?")
-        row = engine.store.db.conn.execute(
+        answer = await engine.questions.ask("What are the moons of Mars?")
+        row = engine.parts.store.db.conn.execute(
             "SELECT payload FROM audit WHERE trace_id = ? AND type = 'question.decided'", [answer.trace_id]).fetchone()
     payload = json.loads(row[0])
     # No tier was chosen: the shipped rules found none that matched, so the default tier applied and says so.
@@ -140,8 +140,8 @@ async def test_a_comparison_question_runs_stage_by_stage_and_the_cascade_monitor
     events = []
     async with Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
         engine.subscribe(events.append)
-        answer = await engine.ask("Was Titan or Phobos discovered first?", RiskTier.MEDIUM)
-        row = engine.store.db.conn.execute(
+        answer = await engine.questions.ask("Was Titan or Phobos discovered first?", RiskTier.MEDIUM)
+        row = engine.parts.store.db.conn.execute(
             "SELECT payload FROM audit WHERE trace_id = ? AND type = 'question.decided'", [answer.trace_id]).fetchone()
     kinds = [s.kind for s in answer.stages]
     assert kinds[0] is StageKind.FORMULATE and kinds[-1] is StageKind.SYNTHESIZE

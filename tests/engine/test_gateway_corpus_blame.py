@@ -30,14 +30,14 @@ async def test_a_corpus_document_that_reads_like_an_instruction_is_blocked_and_i
     settings = type(settings)(**{**settings.__dict__, "gateway": GatewaySettings(scanners=("invisible", "patterns"))})
     async with Engine(load_fleet(write_fleet(tmp_path, corpus=corpus)), settings, db_path=db_path,
                       cache_dir=cache_dir) as engine:
-        answer = await engine.ask("What is Deimos, the outer moon of Mars?")
+        answer = await engine.questions.ask("What is Deimos, the outer moon of Mars?")
         flags = [f for f in answer.gateway.blocked if f.item == "deimos-notes#0"]
         honest = {f.source for f in flags if f.from_corpus}
         assert honest & {"ret-e5", "ret-bm25"}, flags           # blocked, and known for the corpus's own text
         assert all(c.chunk.id != "deimos-notes#0" for c in answer.context)
         blamed = {o.agent_id for o in observations(answer) if EvidenceReason.CARRIED_INJECTION in o.reasons}
         assert not blamed & honest
-        audit = await engine.store.call(lambda: engine.store.db.conn.execute(
+        audit = await engine.parts.store.call(lambda: engine.parts.store.db.conn.execute(
             "SELECT payload FROM audit WHERE type = 'alert.raised'").fetchall())
         messages = [json.loads(row[0])["message"] for row in audit]
         assert any("the corpus's own documents" in m and "no agent is blamed" in m for m in messages), messages

@@ -72,8 +72,8 @@ async def test_injections_are_stopped_refused_and_traced(fleet, db_path, cache_d
     transport = RecordingTransport()
     engine = Engine(load_fleet(fleet), settings, db_path=db_path, cache_dir=cache_dir, transport=transport)
     async with engine:
-        await engine.memory.write("gen-a", "gen-a", "style", "Answer in one sentence.", "setup")
-        answer = await engine.ask("What are the moons of Mars?")
+        await engine.parts.memory.write("gen-a", "gen-a", "style", "Answer in one sentence.", "setup")
+        answer = await engine.questions.ask("What are the moons of Mars?")
         # (a) the planted passage was blocked, and no generator's request carried it
         blocked = [f for f in answer.gateway.blocked if f.source == "ret-web" and f.kind == "passage"]
         assert blocked and any("ignore" in e.lower() for f in blocked for e in f.evidence)
@@ -84,24 +84,24 @@ async def test_injections_are_stopped_refused_and_traced(fleet, db_path, cache_d
                    if c["id"] != "engine/tool")
         assert "Phobos" in answer.answer and "Alpha" not in answer.answer
         # (b) the poisoned memory write was blocked: not stored; gen-a's own memory untouched
-        assert not await engine.memory.find("no moons", namespace="gen-notes")
-        assert [e.content for e in await engine.memory.entries("gen-a")] == ["Answer in one sentence."]
+        assert not await engine.parts.memory.find("no moons", namespace="gen-notes")
+        assert [e.content for e in await engine.parts.memory.entries("gen-a")] == ["Answer in one sentence."]
         # gen-a's memory went to gen-a only, and its read was recorded (the spread query sees it)
-        entry = (await engine.memory.entries("gen-a"))[0]
-        assert answer.trace_id in (await engine.memory.spread(entry.id)).traces
+        entry = (await engine.parts.memory.entries("gen-a"))[0]
+        assert answer.trace_id in (await engine.parts.memory.spread(entry.id)).traces
         # (c) every request of the overreaching generator was refused and audited; nothing was sent
-        calls = [c for c in await engine.tools.calls(limit=100) if c.agent_id == "gen-over"]
+        calls = [c for c in await engine.parts.tools.calls(limit=100) if c.agent_id == "gen-over"]
         assert {c.tool for c in calls} >= {"shell", "message", "memory.write", "send_email"}
         assert all(c.status.value == "refused" for c in calls)
-        audited = await engine.store.call(lambda: engine.store.db.conn.execute(
+        audited = await engine.parts.store.call(lambda: engine.parts.store.db.conn.execute(
             "SELECT COUNT(*) FROM audit WHERE type = 'tool.refused' AND actor = 'gen-over'").fetchone()[0])
         assert audited == len(calls)
-        assert await engine.tools.outbox() == []
+        assert await engine.parts.tools.outbox() == []
         # the carrier of the blocked passage lost standing for it
-        assert engine.trust.book.record("ret-web").score < engine.trust.book.record("ret-bm25").score
-        lines = await engine.trace(answer.trace_id)
+        assert engine.parts.reputation.book.record("ret-web").score < engine.parts.reputation.book.record("ret-bm25").score
+        lines = await engine.gateway.trace(answer.trace_id)
         assert {"message", "tool_call", "memory_write", "memory_read", "decision", "audit"} <= {l.kind for l in lines}
-        assert await engine.store.call(engine.store.verify_audit_sync) > 0
+        assert await engine.parts.store.call(engine.parts.store.verify_audit_sync) > 0
     out = subprocess.run([sys.executable, "main.py", "trace", answer.trace_id, "--db", str(db_path)],
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr

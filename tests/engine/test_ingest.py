@@ -110,7 +110,7 @@ async def test_a_question_on_a_readme_gets_prose_not_markup(tmp_path, db_path, c
                                    "documents against a query.\n")
     fleet = load_fleet(write_fleet(tmp_path, corpus=docs))
     async with Engine(fleet, load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir) as engine:
-        answer = await engine.ask("What is HippoRAG?", RiskTier.MEDIUM)
+        answer = await engine.questions.ask("What is HippoRAG?", RiskTier.MEDIUM)
     assert "HippoRAG is a retrieval-augmented generation framework" in answer.answer
     assert not any(mark in answer.answer for mark in ("<", "```", "├", "![", "]("))
     # The citation carries its passage's kind and section, so the console can set it out as the document had it.

@@ -52,9 +52,9 @@ def test_only_openai_chat_agents_take_a_dialect(tmp_path):
 async def test_an_llm_agent_without_its_model_is_down_and_says_why(tmp_path, db_path, cache_dir):
     fleet = load_fleet(write_fleet(tmp_path, llm_agent('model = "missing.gguf"')))
     async with Engine(fleet, load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir) as engine:
-        view = engine.registry.get("gen-smol")
+        view = engine.parts.registry.get("gen-smol")
         assert view.state is AgentState.DOWN and "missing.gguf does not exist" in view.detail
-        answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+        answer = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
         assert answer.verdict is Verdict.ANSWERED    # the rest of the fleet answers
 
 
@@ -64,8 +64,8 @@ async def test_a_real_smollm2_agent_replies_in_the_protocol_and_is_checked_like_
         tmp_path, db_path, cache_dir):
     fleet = load_fleet(write_fleet(tmp_path, llm_agent()))
     async with Engine(fleet, load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir) as engine:
-        assert engine.registry.get("gen-smol").state is AgentState.UP
-        answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+        assert engine.parts.registry.get("gen-smol").state is AgentState.UP
+        answer = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
     smol = {o.agent_id: o for o in answer.agents}["gen-smol"]
     assert smol.status in (CallStatus.OK, CallStatus.MALFORMED) and smol.mode == "json-object-schema"
     mine = [c for c in answer.candidates if c.agent_id == "gen-smol"]

@@ -184,7 +184,7 @@ def remote(answer):
 
 
 async def ask(engine: Engine, question: str = "What are the moons of Mars?"):
-    return await engine.ask(question, RiskTier.MEDIUM)
+    return await engine.questions.ask(question, RiskTier.MEDIUM)
 
 
 @contextlib.asynccontextmanager

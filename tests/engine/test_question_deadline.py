@@ -41,21 +41,21 @@ async def test_a_slow_agent_is_late_in_the_answer_and_recorded_when_it_replies(t
     engine.subscribe(lambda event: seen.append(event))
     async with engine:
         loop = asyncio.get_running_loop()
-        answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+        answer = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
         late = {o.agent_id: o for o in answer.agents}["gen-slow"]
         assert late.status is CallStatus.LATE and "2 s deadline" in late.error
         assert answer.verdict is Verdict.ANSWERED and "Phobos" in answer.answer   # decided with the others
         assert answer.participation.generators.failed == {"late": 1}
         # The answer did not wait for it: it is still at work, and the Fleet panel hears so.
-        view = engine.registry.get("gen-slow")
-        assert view.at_work == 1 and view.at_work_s(engine.clock()) is not None
+        view = engine.parts.registry.get("gen-slow")
+        assert view.at_work == 1 and view.at_work_s(engine.parts.clock()) is not None
         assert any(getattr(e, "view", None) is not None and e.view.spec.id == "gen-slow" and e.view.at_work
                    for e in seen)
         # Its reply comes after the deadline: recorded as a late outcome with its real latency, and audited.
         deadline = loop.time() + 25
-        while engine.registry.get("gen-slow").at_work and loop.time() < deadline:
+        while engine.parts.registry.get("gen-slow").at_work and loop.time() < deadline:
             await asyncio.sleep(0.1)
-        view = engine.registry.get("gen-slow")
+        view = engine.parts.registry.get("gen-slow")
         assert view.at_work == 0 and view.last_status is CallStatus.LATE and view.last_latency_ms >= 5000
         assert "past the question's 2 s deadline" in view.detail
         await asyncio.gather(*list(engine._tasks), return_exceptions=True)
@@ -71,10 +71,10 @@ async def test_closing_the_engine_cancels_calls_past_their_deadline(tmp_path, db
     engine = Engine(load_fleet(write_fleet(tmp_path, SLOW_GENERATOR.replace("delay_s = 5.0", "delay_s = 60"))),
                     load_settings(settings_file), db_path=db_path, cache_dir=cache_dir)
     async with engine:
-        answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+        answer = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
         assert {o.agent_id: o.status for o in answer.agents}["gen-slow"] is CallStatus.LATE
-        assert engine.pipeline.calls.late
-    assert not engine.pipeline.calls.late
+        assert engine.parts.pipeline.calls.late
+    assert not engine.parts.pipeline.calls.late
     pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
     assert not pending
 

@@ -335,10 +335,10 @@ async def test_a_high_risk_answer_waits_for_an_operator_across_an_engine_restart
     events = []
     engine.subscribe(events.append)
     async with engine:
-        high = await engine.ask("What are the moons of Mars?", RiskTier.HIGH)
-        low = await engine.ask("What are the moons of Mars?", RiskTier.LOW)
-        item = await engine.review_item_for(high.trace_id)
-        assert await engine.review_item_for(low.trace_id) is None
+        high = await engine.questions.ask("What are the moons of Mars?", RiskTier.HIGH)
+        low = await engine.questions.ask("What are the moons of Mars?", RiskTier.LOW)
+        item = await engine.reviews.item_for(high.trace_id)
+        assert await engine.reviews.item_for(low.trace_id) is None
     assert isinstance(high.answer, str) and "Phobos" in high.answer          # ask's return value is the Answer
     assert item.pending and item.why == "high-risk question" and item.tier is RiskTier.HIGH
     assert item.payload["trace_id"] == high.trace_id and item.answer_text == high.answer
@@ -348,13 +348,13 @@ async def test_a_high_risk_answer_waits_for_an_operator_across_an_engine_restart
 
     # A restart: a new Engine on the same database (without launching the agents again: the queue needs none).
     async with Engine(fleet, settings, db_path=db_path, cache_dir=cache_dir, launch=False) as restarted:
-        pending = await restarted.review.pending()
+        pending = await restarted.parts.review.pending()
         assert [(i.id, i.trace_id, i.status) for i in pending] == [(item.id, high.trace_id, ReviewStatus.PENDING)]
         assert pending[0].payload == item.payload
-        assert await restarted.review_item_for(high.trace_id) == item
-        types = [r["type"] for r in audit_rows(restarted.store)]
+        assert await restarted.reviews.item_for(high.trace_id) == item
+        types = [r["type"] for r in audit_rows(restarted.parts.store)]
         assert types.count("review.enqueued") == 1 and types.index("question.decided") < types.index("review.enqueued")
-        assert restarted.store.verify_audit_sync() == len(types)
+        assert restarted.parts.store.verify_audit_sync() == len(types)
 
 
 def test_an_answer_and_its_review_item_commit_together_or_not_at_all(db_path):

@@ -40,20 +40,20 @@ def with_context(trace_id: str):
 async def engine(small_fleet_file, db_path, cache_dir):
     """The engine without its fleet: decisions need only the store and the reputation book."""
     engine = Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir, launch=False)
-    await engine.store.open()
-    await engine.trust.load((a.id, a.role) for a in engine.fleet.agents)
+    await engine.parts.store.open()
+    await engine.parts.reputation.load((a.id, a.role) for a in engine.fleet.config.agents)
     yield engine
-    await engine.store.aclose()
+    await engine.parts.store.aclose()
 
 
 async def test_decide_many_decides_each_item_alone_and_reports_each_outcome(engine):
-    ids = [await engine.review.enqueue(with_context(f"t{n}"), WHY) for n in (1, 2, 3)]
-    await engine.review.decide(ids[1], True, "alice", "matches operator knowledge")     # decided meanwhile
+    ids = [await engine.parts.review.enqueue(with_context(f"t{n}"), WHY) for n in (1, 2, 3)]
+    await engine.parts.review.decide(ids[1], True, "alice", "matches operator knowledge")     # decided meanwhile
     events = []
     engine.subscribe(events.append)
-    before = len(audit_rows(engine.store))
+    before = len(audit_rows(engine.parts.store))
 
-    outcomes = await engine.decide_many([ids[0], ids[1], ids[2], 99, ids[0], "seven"], False, " bob ",
+    outcomes = await engine.reviews.decide_many([ids[0], ids[1], ids[2], 99, ids[0], "seven"], False, " bob ",
                                         "Factually wrong", "  two moons, not three ")
     assert [(o.item_id, o.decided) for o in outcomes] == [(ids[0], True), (ids[1], False), (ids[2], True),
                                                           (99, False), ("seven", False)]     # one per distinct id
@@ -66,10 +66,10 @@ async def test_decide_many_decides_each_item_alone_and_reports_each_outcome(engi
     assert unknown.item is None and unknown.refusal == "review item #99 does not exist"
     assert not_a_number.item is None and "not a number" in not_a_number.refusal
 
-    written = audit_rows(engine.store)[before:]
+    written = audit_rows(engine.parts.store)[before:]
     decisions = [(r["type"], r["actor"], r["payload"]["id"]) for r in written if r["type"].startswith("review.")]
     assert decisions == [("review.rejected", "bob", ids[0]), ("review.rejected", "bob", ids[2])]
-    assert engine.store.verify_audit_sync() == len(audit_rows(engine.store))
+    assert engine.parts.store.verify_audit_sync() == len(audit_rows(engine.parts.store))
     # Each decision moved the reputation of the agents behind its answer, as a single decision does.
     updates = [e for e in events if isinstance(e, TrustUpdated)]
     assert len(updates) == 2
@@ -77,27 +77,27 @@ async def test_decide_many_decides_each_item_alone_and_reports_each_outcome(engi
 
 
 async def test_a_reason_that_is_not_listed_refuses_the_whole_batch(engine):
-    ids = [await engine.review.enqueue(with_context(f"t{n}"), WHY) for n in (1, 2)]
-    before = audit_rows(engine.store)
+    ids = [await engine.parts.review.enqueue(with_context(f"t{n}"), WHY) for n in (1, 2)]
+    before = audit_rows(engine.parts.store)
     with pytest.raises(InputError, match="not a reason to approve"):
-        await engine.decide_many(ids, True, "bob", "factually wrong")
+        await engine.reviews.decide_many(ids, True, "bob", "factually wrong")
     with pytest.raises(InputError, match='"other" needs a note'):
-        await engine.decide_many(ids, False, "bob", "other")
+        await engine.reviews.decide_many(ids, False, "bob", "other")
     with pytest.raises(InputError, match="operator's name"):
-        await engine.decide_many(ids, False, "  ", "policy")
-    assert audit_rows(engine.store) == before
-    assert [i.id for i in await engine.review.pending()] == ids
+        await engine.reviews.decide_many(ids, False, "  ", "policy")
+    assert audit_rows(engine.parts.store) == before
+    assert [i.id for i in await engine.parts.review.pending()] == ids
 
 
 async def test_decisions_and_their_audit_rows_survive_a_restart(small_fleet_file, db_path, cache_dir):
     fleet, settings = load_fleet(small_fleet_file), load_settings()
     engine = Engine(fleet, settings, db_path=db_path, cache_dir=cache_dir, launch=False)
-    await engine.store.open()
-    await engine.trust.load((a.id, a.role) for a in fleet.agents)
-    ids = [await engine.review.enqueue(with_context(f"t{n}"), WHY) for n in (1, 2, 3)]
-    await engine.decide(ids[0], True, "alice", "verified against the cited sources")
-    await engine.decide_many(ids[1:], False, "bob", "other", "the survey does not exist")
-    await engine.store.aclose()
+    await engine.parts.store.open()
+    await engine.parts.reputation.load((a.id, a.role) for a in fleet.agents)
+    ids = [await engine.parts.review.enqueue(with_context(f"t{n}"), WHY) for n in (1, 2, 3)]
+    await engine.reviews.decide(ids[0], True, "alice", "verified against the cited sources")
+    await engine.reviews.decide_many(ids[1:], False, "bob", "other", "the survey does not exist")
+    await engine.parts.store.aclose()
 
     store = Store(db_path, MIGRATIONS)          # a new process: only the file is shared
     await store.open()

@@ -56,9 +56,9 @@ def test_no_key_is_in_logs_database_exports_or_json(tmp_path, db_path, cache_dir
     async def run():
         engine = Engine(load_fleet(fleet_file), load_settings(FAST_SETTINGS), db_path=db_path, cache_dir=cache_dir)
         async with engine:
-            answer = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
-            keys = {agent_id: engine.keyring.get(agent_id) for agent_id in (a.id for a in engine.fleet.agents)}
-            command_lines = [" ".join(c.process.args) for c in engine.launcher._children.values()]
+            answer = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+            keys = {agent_id: engine.parts.keyring.get(agent_id) for agent_id in (a.id for a in engine.fleet.config.agents)}
+            command_lines = [" ".join(c.process.args) for c in engine.parts.launcher._children.values()]
         return answer, keys, command_lines
 
     answer, keys, command_lines = asyncio.run(run())

@@ -48,7 +48,7 @@ QUESTION = "What are the moons of Mars?"
 def in_memory(engine: Engine) -> InMemorySpanExporter:
     memory = InMemorySpanExporter()
     engine.subscribe(QuestionTraces(TelemetrySettings(enabled=True), SimpleSpanProcessor(memory),
-                                    clock=engine.clock).on_event)
+                                    clock=engine.parts.clock).on_event)
     return memory
 
 
@@ -68,7 +68,7 @@ async def test_a_question_is_one_trace_of_its_stages_and_agent_calls(tmp_path, d
                     cache_dir=cache_dir)
     memory = in_memory(engine)
     async with engine:
-        answer = await engine.ask(QUESTION, RiskTier.MEDIUM)
+        answer = await engine.questions.ask(QUESTION, RiskTier.MEDIUM)
     assert answer.verdict is Verdict.ANSWERED and "Phobos" in answer.answer
     spans = memory.get_finished_spans()
     by_id = {s.context.span_id: s for s in spans}
@@ -129,7 +129,7 @@ async def test_a_cancelled_question_ends_its_trace_with_errors(tmp_path, db_path
     retrieving = asyncio.Event()
     engine.subscribe(lambda e: retrieving.set() if isinstance(e, StageProgressed) and e.index == 1 else None)
     async with engine:
-        task = asyncio.create_task(engine.ask(QUESTION))
+        task = asyncio.create_task(engine.questions.ask(QUESTION))
         await asyncio.wait_for(retrieving.wait(), 30)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -292,7 +292,7 @@ async def test_spans_reach_a_real_otlp_http_receiver(tmp_path, db_path, cache_di
     engine = _engine(tmp_path, db_path, cache_dir, otlp_endpoint=endpoint, service_name="quorum-test",
                      headers_env="QUORUM_TEST_OTLP_HEADERS")
     async with engine:
-        answer = await engine.ask(QUESTION)
+        answer = await engine.questions.ask(QUESTION)
     assert received, "the exporter sent nothing"
     spans, services = [], set()
     for path, headers, body in received:
@@ -322,9 +322,9 @@ async def test_an_unreachable_collector_neither_fails_questions_nor_floods_the_l
     engine = _engine(tmp_path, db_path, cache_dir, otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces",
                      export_timeout_s=0.5)
     async with engine:
-        first = await engine.ask(QUESTION)
+        first = await engine.questions.ask(QUESTION)
         await asyncio.to_thread(engine.telemetry.provider.force_flush)     # the collector is found to be down
-        second = await engine.ask("Which planet is closest to the Sun?")
+        second = await engine.questions.ask("Which planet is closest to the Sun?")
         await asyncio.to_thread(engine.telemetry.provider.force_flush)
         exporter = engine.telemetry.provider._active_span_processor._span_processors[0].span_exporter
         assert exporter.failing and exporter.dropped > 0

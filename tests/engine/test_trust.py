@@ -179,23 +179,23 @@ async def test_a_lying_generator_is_quarantined_and_takes_no_part_in_the_next_qu
     events = []
     async with Engine(load_fleet(small_fleet_file), settings, db_path=db_path, cache_dir=cache_dir) as engine:
         engine.subscribe(events.append)
-        first = await engine.ask("What are the moons of Mars?")
+        first = await engine.questions.ask("What are the moons of Mars?")
         assert "gen-liar" in {c.agent_id for c in first.candidates}
-        assert engine.registry.get("gen-liar").trust_state == "quarantined"
-        second = await engine.ask("What are the moons of Mars?")
+        assert engine.parts.registry.get("gen-liar").trust_state == "quarantined"
+        second = await engine.questions.ask("What are the moons of Mars?")
         assert "gen-liar" not in {o.agent_id for o in second.agents}
         assert "gen-liar" not in {c.agent_id for c in second.candidates}
         # The operator releases it: probation, low-risk work only.
-        await engine.release("gen-liar", "fault fixed", "alice")
-        assert engine.registry.get("gen-liar").trust_state == "probation"
-        medium = await engine.ask("What are the moons of Mars?", RiskTier.MEDIUM)
+        await engine.reputation.release("gen-liar", "fault fixed", "alice")
+        assert engine.parts.registry.get("gen-liar").trust_state == "probation"
+        medium = await engine.questions.ask("What are the moons of Mars?", RiskTier.MEDIUM)
         assert "gen-liar" not in {o.agent_id for o in medium.agents}
         # The low tier takes one generator, the most trusted; the one on probation gets a seat beside it.
-        low = await engine.ask("What are the moons of Mars?", RiskTier.LOW)
+        low = await engine.questions.ask("What are the moons of Mars?", RiskTier.LOW)
         generators = [o.agent_id for o in low.agents if o.role is Role.GENERATOR]
         assert len(generators) == 2 and "gen-liar" in generators
         with pytest.raises(InputError, match="no agent 'gen-nobody'"):
-            await engine.quarantine("gen-nobody", "typo", "alice")
+            await engine.reputation.quarantine("gen-nobody", "typo", "alice")
     updates = [e.update for e in events if isinstance(e, TrustUpdated)]
     assert any(a.kind == "auto_quarantine" and a.agent_id == "gen-liar" for u in updates for a in u.alerts)
 

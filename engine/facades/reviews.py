@@ -1,0 +1,55 @@
+"""The approval queue as an operator works it (engine.review): read, decide one item or several."""
+from __future__ import annotations
+
+from typing import Awaitable, Callable, Iterable
+
+from ..errors import InputError
+from ..reputation.answer_evidence import DecidedAnswer
+from ..reputation.keeper import ReputationKeeper, ReputationUpdate
+from ..review import DecisionOutcome, ReviewItem, ReviewQueue, check_decision, check_operator
+
+Changed = Callable[[ReputationUpdate], Awaitable[None]]     # ReputationFacade.changed
+
+
+class ReviewsFacade:
+    def __init__(self, queue: ReviewQueue, keeper: ReputationKeeper, changed: Changed) -> None:
+        self._queue, self._keeper, self._changed = queue, keeper, changed
+
+    async def pending(self) -> list[ReviewItem]:
+        return await self._queue.pending()
+
+    async def items(self, status: str | None = None, limit: int | None = 100) -> list[ReviewItem]:
+        return await self._queue.items(status, limit=limit)
+
+    async def get(self, item_id: int | str) -> ReviewItem | None:
+        return await self._queue.get(item_id)
+
+    async def item_for(self, trace_id: str) -> ReviewItem | None:
+        """The approval-queue item of the answer with this trace id, or None if it did not need review."""
+        return await self._queue.item_for(trace_id)
+
+    async def decide(self, item_id: int, approve: bool, operator: str, reason: str, note: str = "") -> ReviewItem:
+        """An operator's decision on a waiting answer; the agents behind the answer gain or lose by it."""
+        item = await self._queue.decide(item_id, approve, operator, reason, note)
+        await self._changed(await self._keeper.after_decision(DecidedAnswer.from_payload(item.payload), approve))
+        return item
+
+    async def decide_many(self, item_ids: Iterable[int], approve: bool, operator: str, reason: str,
+                          note: str = "") -> tuple[DecisionOutcome, ...]:
+        """The same decision on each item in turn, each as `decide` makes it (its own transaction with its
+        audit event, then the reputation it moves), so an item decided meanwhile or unknown fails alone:
+        one outcome per distinct id, in order, each with the item as the store now has it. A reason that
+        is not listed, "other" without a note, or no operator name refuses them all (InputError)."""
+        reason, note = check_decision(approve, reason, note)
+        operator = check_operator(operator)
+        outcomes = []
+        for item_id in dict.fromkeys(item_ids):
+            try:
+                outcomes.append(DecisionOutcome(item_id, await self.decide(item_id, approve, operator, reason, note)))
+            except InputError as refused:
+                try:
+                    now = await self._queue.get(item_id)
+                except InputError:       # not even a number
+                    now = None
+                outcomes.append(DecisionOutcome(item_id, now, str(refused)))
+        return tuple(outcomes)
