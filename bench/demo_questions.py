@@ -45,7 +45,7 @@ async def run(args) -> dict:
         startup_s = time.perf_counter() - started
         for q in questions:
             tier = RiskTier(args.tier or q["tier"])
-            answer = await engine.ask(q["question"], tier)
+            answer = await engine.questions.ask(q["question"], tier)
             text = answer.answer.lower()
             correct = answer.verdict is Verdict.ANSWERED and any(g.lower() in text for g in q["answers"])
             total_ms = sum(answer.timings_ms.values())

@@ -111,7 +111,7 @@ async def ask_all(engine, asks: Sequence[Ask], run: str, progress: Progress) -> 
     for number, ask in enumerate(asks, start=1):
         started = time.perf_counter()
         try:
-            answer = await engine.ask(ask.question)
+            answer = await engine.questions.ask(ask.question)
         except Exception as exc:          # counted and shown, the run goes on
             out.append(Asked(ask, run, "error", "", (time.perf_counter() - started) * 1000, {}, (),
                              f"{type(exc).__name__}: {exc}"))
@@ -177,7 +177,7 @@ async def run_corpus(name: str, folder: Path, asks: Sequence[Ask], *, fleet_path
         asked += await ask_all(engine, asks, "warm", progress)
         if name == "packages":
             texts = sorted({a.answer for a in asked if a.answer} | {g for a in asks for g in a.gold})
-            vectors = dict(zip(texts, _unit(np.asarray(await asyncio.to_thread(engine.embedder.embed_passages,
+            vectors = dict(zip(texts, _unit(np.asarray(await asyncio.to_thread(engine.parts.embedder.embed_passages,
                                                                                texts)))))
     return index, asked, vectors
 

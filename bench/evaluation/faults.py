@@ -127,7 +127,7 @@ async def run_questions(questions: int, seed: int, settings_path: Path | None, c
             question = demo[order[n % len(demo)]]
             asked = time.perf_counter()
             try:
-                answer = await engine.ask(question.question, question.tier)
+                answer = await engine.questions.ask(question.question, question.tier)
             except Exception as exc:     # the target is none: an agent's fault must never fail a question
                 crashed.append(f"{question.question}: {type(exc).__name__}: {exc}")
                 continue
@@ -144,9 +144,9 @@ async def run_questions(questions: int, seed: int, settings_path: Path | None, c
                 progress(n + 1, questions, rows[-1] if rows else None)
         pending_while_running = await _pending_tasks(engine)
         fds_end = open_fds()
-        alerts = await engine.alerts_list(limit=10_000)
-        chain = await engine.store.call(engine.store.verify_audit_sync)
-        launched = list(engine.launcher._children.values()) if engine.launcher else []
+        alerts = await engine.alerts.alerts(limit=10_000)
+        chain = await engine.parts.store.call(engine.parts.store.verify_audit_sync)
+        launched = list(engine.parts.launcher._children.values()) if engine.parts.launcher else []
     elapsed = round(time.perf_counter() - started, 1)
     await asyncio.sleep(0)
     tasks_left = [repr(t) for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]

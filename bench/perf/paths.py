@@ -119,7 +119,7 @@ class PathBench:
 
     def _pairs(self) -> list[tuple]:
         """(retriever view, generator view) pairs among the agents that are up, in fleet order."""
-        up = [v for v in self.engine.registry.all() if v.url and v.spec.enabled and not v.stopped]
+        up = [v for v in self.engine.parts.registry.all() if v.url and v.spec.enabled and not v.stopped]
         retrievers = [v for v in up if v.spec.role is Role.RETRIEVER]
         generators = [v for v in up if v.spec.role is Role.GENERATOR]
         if not retrievers or not generators:
@@ -132,7 +132,7 @@ class PathBench:
         pairs = self._pairs()
         retriever, generator = pairs[self._pair % len(pairs)]
         self._pair += 1
-        settings, client, trace_id = self.engine.settings, self.engine.client, new_trace_id()
+        settings, client, trace_id = self.engine.settings, self.engine.parts.client, new_trace_id()
         started = time.perf_counter()
         try:
             chunks = await asyncio.wait_for(client.retrieve(retriever.spec, retriever.url, question,
@@ -155,7 +155,7 @@ class PathBench:
             text, stages, ok = await self.naive(q.text)
             wall = (time.perf_counter() - started) * 1000
             return wall, stages, ok and bool(text), ok and is_correct(text, q.answers)
-        answer: Answer = await self.engine.ask(q.text, TIER_OF[path])
+        answer: Answer = await self.engine.questions.ask(q.text, TIER_OF[path])
         wall = (time.perf_counter() - started) * 1000
         stages = {name: float(ms) for name, ms in answer.timings_ms.items()}
         stages.update(agent_stages(a for a in answer.agents if a.status is CallStatus.OK))
@@ -212,7 +212,7 @@ class PathBench:
                 "p50_ms": round(quantile(walls, 0.5), 1), "p95_ms": round(quantile(walls, 0.95), 1)}
 
     def memory(self) -> dict:
-        launcher = self.engine.launcher
+        launcher = self.engine.parts.launcher
         agents = {}
         if launcher is not None:
             for agent_id in launcher.urls():
@@ -225,7 +225,7 @@ async def run_paths(engine: Engine, questions: Sequence[Question], *, rounds: in
                     progress: Progress = print) -> dict:
     """The whole bench on a started engine; returns the report's JSON (see write_report)."""
     bench = PathBench(engine, progress)
-    embedder = engine.embedder
+    embedder = engine.parts.embedder
     hits0, misses0 = embedder.hits, embedder.misses
     samples = await bench.side_by_side(questions, rounds)
     hits, misses = embedder.hits - hits0, embedder.misses - misses0
@@ -246,7 +246,7 @@ async def run_paths(engine: Engine, questions: Sequence[Question], *, rounds: in
         "cache_lookups": hits + misses,
         "rss_mb": memory["engine_rss_mb"], "memory": memory,
         "questions": len(questions), "rounds": rounds,
-        "fleet": str(engine.fleet.path), "machine": {"cpus": _cpus(), "python": platform.python_version()},
+        "fleet": str(engine.fleet.config.path), "machine": {"cpus": _cpus(), "python": platform.python_version()},
         "targets": {f"overhead_ratio_{p}": t for p, t in TARGET_OVERHEAD.items()},
     }
     return result

@@ -159,7 +159,7 @@ async def _soak(args) -> int:
                 async def ask(question: str, own_tier):
                     started = time.perf_counter()
                     try:
-                        return await engine.ask(question, tier or own_tier)
+                        return await engine.questions.ask(question, tier or own_tier)
                     finally:
                         window.append((time.perf_counter() - started) * 1000)
 
