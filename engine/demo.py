@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Awaitable, Callable, Sequence
 
 from .errors import InputError
-from .events import DemoTrafficChanged
+from .events import DemoTrafficChanged, Emit
 from .types import RiskTier
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,6 @@ EVENT_EVERY_S = 1.0                    # stats events while running, at most thi
 ERROR_CHARS = 300                      # of the last failure kept in the stats
 
 Ask = Callable[[str, "RiskTier | None"], Awaitable[object]]
-Emit = Callable[[object], None]
 
 
 @dataclass(frozen=True)

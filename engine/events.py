@@ -7,9 +7,12 @@ and for tests, not for panels.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from .types import RiskTier
+from .types import PassageFlag, RiskTier
+
+Emit = Callable[[object], None]                        # hands one event to every listener (Engine.subscribe)
+Audit = Callable[[str, str, dict], Awaitable[None]]    # (actor, event type, payload): an audit event in no trace
 
 if TYPE_CHECKING:   # only for annotations: the registry and the review queue import the engine's types
     from .alerts.row import AlertRow
@@ -192,7 +195,7 @@ class RetrievalMerged:
     """Secure retrieval merged the retrievers' passages for one (sub-)question."""
     query: str
     context: tuple[str, ...]                            # passage ids handed on
-    excluded: tuple[tuple[str, tuple[str, ...]], ...]   # (passage id, its flags)
+    excluded: tuple[tuple[str, tuple[PassageFlag, ...]], ...]   # (passage id, its flags)
     suspects: tuple[tuple[str, str], ...]               # (agent id, reason)
     fallback: bool                                      # no passage had a quorum: single-agent ones were used
     trace_id: str

@@ -16,7 +16,7 @@ from .agents.client import AgentClient
 from .errors import InputError
 from .cascade.monitor import CascadeMonitor
 from .cascade.monitors import Monitors
-from .events import AnswerDecided, CascadeResolved, CascadeScored, QuestionReceived, StageProgressed
+from .events import AnswerDecided, CascadeResolved, CascadeScored, Emit, QuestionReceived, StageProgressed
 from .gateway.decision import Action
 from .gateway.envelope import new_trace_id
 from .gateway.observer import GatewayObserver
@@ -24,7 +24,7 @@ from .gateway.sessions import GatewaySessions
 from .participation import unavailable_counts
 from .question.asked import Asked, Deadline
 from .question.assemble import answer_from
-from .question.calls import AgentCalls, Emit, OnLate
+from .question.calls import AgentCalls, OnLate
 from .question.corpus import CorpusHashes
 from .question.retrieve import SecureFetch
 from .question.synthesize import SynthesizeStage

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Sequence
 
 
@@ -11,3 +12,8 @@ def quantile(values: Sequence[float], q: float) -> float:
         return 0.0
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def elapsed_ms(started: float, digits: int = 1) -> float:
+    """Milliseconds since `started` (a time.perf_counter() reading), rounded."""
+    return round((time.perf_counter() - started) * 1000, digits)

@@ -25,6 +25,7 @@ import httpx
 from ..config import LimitSettings
 from ..errors import (AgentError, AgentHttpStatus, AgentProtocolError, AgentReplyTooLarge, AgentTimeout,
                       AgentUnavailable)
+from ..stats import elapsed_ms
 from ..types import LLM_BACKEND, AgentKind, AgentOutcome, AgentSpec, CallStatus, ChatDialect, Chunk, Generation
 from .auth import (NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TRACE_HEADER, AgentAuthError, Keyring,
                    check_reply, new_nonce, request_signature)
@@ -228,19 +229,19 @@ async def outcome(spec: AgentSpec, op: Awaitable[T], count=len) -> CallResult[T]
     try:
         value = await asyncio.wait_for(op, timeout=spec.timeout_s)
     except asyncio.TimeoutError:
-        return CallResult(AgentOutcome(spec.id, spec.role, CallStatus.TIMEOUT, _ms(started),
+        return CallResult(AgentOutcome(spec.id, spec.role, CallStatus.TIMEOUT, elapsed_ms(started),
                                        f"no reply within {spec.timeout_s:g} s"), None)
     except AgentError as exc:
-        return CallResult(AgentOutcome(spec.id, spec.role, CallStatus(exc.status), _ms(started), exc.reason), None)
+        return CallResult(AgentOutcome(spec.id, spec.role, CallStatus(exc.status), elapsed_ms(started), exc.reason), None)
     except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:   # a reply no parser check foresaw
         logger.warning("agent %s: its reply could not be read", spec.id, exc_info=True)
-        return CallResult(AgentOutcome(spec.id, spec.role, CallStatus.MALFORMED, _ms(started),
+        return CallResult(AgentOutcome(spec.id, spec.role, CallStatus.MALFORMED, elapsed_ms(started),
                                        f"reply could not be read ({type(exc).__name__}: {str(exc)[:120]})"), None)
     try:
         n_items = count(value)
     except TypeError:
         n_items = 1
-    return CallResult(AgentOutcome(spec.id, spec.role, CallStatus.OK, _ms(started), "", n_items), value)
+    return CallResult(AgentOutcome(spec.id, spec.role, CallStatus.OK, elapsed_ms(started), "", n_items), value)
 
 
 def _tls_failure(exc: BaseException) -> str:
@@ -258,7 +259,3 @@ def _tls_failure(exc: BaseException) -> str:
     if "CERTIFICATE_VERIFY_FAILED" in text:
         return f"certificate verify failed: {text}"
     return ""
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 1)

@@ -6,11 +6,10 @@ from typing import Callable
 from ..alerts.book import AlertBook
 from ..alerts.row import AlertRow
 from ..alerts.silences import Silence
-from ..events import AlertChanged, AlertsRaised, SilencesChanged
+from ..events import AlertChanged, AlertsRaised, Emit, SilencesChanged
 from ..registry import AgentRegistry
 from ..alerts.kinds import AlertKind
 
-Emit = Callable[[object], None]
 
 
 class AlertsFacade:

@@ -6,12 +6,10 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from ..errors import InputError
-from ..events import CorpusIndexProgress
+from ..events import Audit, CorpusIndexProgress, Emit
 from ..ingest.index import IndexProgress, IndexReport, Throttled, index_corpus
 from ..verify.embedders import CachedEmbedder
 
-Emit = Callable[[object], None]
-Audit = Callable[[str, str, dict], Awaitable[None]]     # (actor, event type, payload): the store's audit, no trace
 Spawn = Callable[[Awaitable], asyncio.Task]             # the engine's task keeper (aclose awaits its tasks)
 
 SKIPPED_AUDITED = 50         # skipped files named in a corpus.indexed audit event (all are counted)

@@ -2,16 +2,14 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Awaitable, Callable
+from typing import Callable
 
 from ..agents.launcher import FleetLauncher
 from ..config import FleetConfig
 from ..errors import FleetError, InputError
-from ..events import AgentChanged
+from ..events import AgentChanged, Audit, Emit
 from ..registry import AgentRegistry, AgentView
 
-Emit = Callable[[object], None]
-Audit = Callable[[str, str, dict], Awaitable[None]]     # (actor, event type, payload): the store's audit, no trace
 
 
 class FleetFacade:

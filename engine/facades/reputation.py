@@ -4,13 +4,12 @@ from __future__ import annotations
 from typing import Awaitable, Callable, Iterable
 
 from ..alerts.row import AlertRow
-from ..events import AgentChanged, TrustUpdated
+from ..events import AgentChanged, Emit, TrustUpdated
 from ..registry import AgentRegistry, AgentView
 from ..reputation.keeper import ReputationKeeper, ReputationUpdate
 from ..settings.reputation import ReputationSettings
 from ..reputation.store import ScorePoint
 
-Emit = Callable[[object], None]
 Announce = Callable[[tuple[AlertRow, ...], str], Awaitable[None]]    # AlertsFacade.announce
 
 

@@ -21,6 +21,7 @@ from .envelope import Envelope
 from .scanners.base import Channel, Finding, Scanner
 from .scanners.invisible import sanitise
 from ..settings.gateway import GatewaySettings
+from ..stats import elapsed_ms
 
 COSTLY = frozenset({"seeds"})      # scanners that run only at or above settings.seeds_floor
 MEMO_SIZE = 4096                   # readings kept: retrievers return the same passages question after question
@@ -78,7 +79,7 @@ class Gateway:
         if envelope.channel is Channel.DATA and len(text) > self.settings.max_data_chars:
             text, cut = text[:self.settings.max_data_chars], f"cut at {self.settings.max_data_chars} characters"
         if not self.settings.enabled:
-            return Screening(envelope, Action.ALLOW, 0.0, (), text, _ms(started))
+            return Screening(envelope, Action.ALLOW, 0.0, (), text, elapsed_ms(started, 3))
         score, findings = self.score(text, envelope.channel)
         if cut:
             findings += (Finding("gateway", 0.0, (f"{len(envelope.content)} characters, {cut}",)),)
@@ -86,7 +87,7 @@ class Gateway:
         hidden = any(f.scanner == "invisible" and f.score > 0 for f in findings)
         if action is Action.ALLOW and hidden and self.settings.sanitise and envelope.channel is Channel.DATA:
             action, text = Action.SANITISE, sanitise(text)
-        return Screening(envelope, action, round(score, 3), findings, text, _ms(started))
+        return Screening(envelope, action, round(score, 3), findings, text, elapsed_ms(started, 3))
 
     def _decide(self, channel: Channel, score: float) -> Action:
         s = self.settings
@@ -95,7 +96,3 @@ class Gateway:
                 else Action.ALLOW
         return Action.BLOCK if score >= s.data_block else Action.ESCALATE if score >= s.data_escalate \
             else Action.ALLOW
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)

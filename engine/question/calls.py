@@ -11,12 +11,11 @@ import time
 from typing import Callable
 
 from ..agents.client import AgentClient, CallResult, outcome, with_mode
-from ..events import AgentCalled, AgentChanged, AgentsKeptOff
+from ..events import AgentCalled, AgentChanged, AgentsKeptOff, Emit
 from ..registry import AgentRegistry, AgentView
 from ..types import AgentOutcome, CallStatus, RiskTier, Role
 from .asked import Deadline
 
-Emit = Callable[[object], None]
 OnLate = Callable[[AgentOutcome, str], None]
 
 

@@ -9,15 +9,16 @@ import time
 from typing import Callable
 
 from ..config import EngineSettings
-from ..events import RetrievalMerged
+from ..events import Emit, RetrievalMerged
 from ..gateway.envelope import lowest
 from ..retrieval.secure import SecureRetrieval
 from ..stages import steps
 from ..stages.model import Timings
 from ..stages.runner import Exclusions
+from ..stats import elapsed_ms
 from ..types import RetrievalMode, Role, TrustLevel
 from .asked import Asked
-from .calls import AgentCalls, Emit
+from .calls import AgentCalls
 from .corpus import CorpusHashes
 from .payloads import RetrievalPayload
 
@@ -48,7 +49,7 @@ class SecureFetch:
                  if policy.retrieval_mode is not RetrievalMode.OPTIMISTIC and retrievers else None)
         retrieved = await self.calls.fan_out(trace_id, retrievers, lambda v: self.calls.client.retrieve(
             v.spec, v.url, query, k, trace_id), asked.deadline)
-        timings = timings.plus("retrieve", _ms(started))
+        timings = timings.plus("retrieve", elapsed_ms(started))
         if ahead is not None:
             await ahead
         started = time.perf_counter()
@@ -58,7 +59,7 @@ class SecureFetch:
         screened = await asyncio.to_thread(lambda: {
             r.outcome.agent_id: session.passages(r.outcome.agent_id, r.value, trust[r.outcome.agent_id], hashes)
             for r in retrieved if r.value is not None})
-        timings = timings.plus("gateway_passages", _ms(started))
+        timings = timings.plus("gateway_passages", elapsed_ms(started))
         started = time.perf_counter()
         replies = {agent: [c for c in chunks if not exclusions.excludes(c.id, c.text)]
                    for agent, chunks in screened.items()}
@@ -66,7 +67,7 @@ class SecureFetch:
         # CPU work (embedding, clustering) runs off the loop so the console stays responsive.
         report = await asyncio.to_thread(self.secure.run, query, replies, kinds=kinds,
                                          mode=policy.retrieval_mode, reputations=self.calls.reputations())
-        timings = timings.plus("secure_retrieval", _ms(started))
+        timings = timings.plus("secure_retrieval", elapsed_ms(started))
         self.emit(RetrievalMerged(query, tuple(c.chunk.id for c in report.context),
                                   tuple((c.chunk.id, c.explanation.flags if c.explanation else ())
                                         for c in report.excluded),
@@ -81,7 +82,3 @@ class SecureFetch:
             candidates=tuple({c.text: c for chunks in replies.values() for c in chunks}.values()),
             agents=tuple(replies), note="fallback: no passage had a quorum" if report.fallback else "",
             payload=RetrievalPayload(report, tuple(r.outcome for r in retrieved)), timings=timings)
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 1)

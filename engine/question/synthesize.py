@@ -11,7 +11,7 @@ from ..agents.client import CallResult
 from ..agents.remote import RemoteVerifier
 from ..config import EngineSettings
 from ..errors import AgentError
-from ..events import GeneratorChallenged, ToolCalled
+from ..events import Emit, GeneratorChallenged, ToolCalled
 from ..gateway.envelope import lowest
 from ..gateway.permissions import MEMORY_WRITE, MemoryOp
 from ..gateway.report import TraceKind
@@ -22,10 +22,11 @@ from ..registry import AgentView
 from ..stages import steps
 from ..stages.model import StageKind, StageResult, Timings, Trajectory
 from ..stages.runner import Exclusions, Step
+from ..stats import elapsed_ms
 from ..types import AgentKind, Chunk, ContextChunk, RiskTier, Role, TrustLevel
 from ..verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 from .asked import Asked
-from .calls import AgentCalls, Emit
+from .calls import AgentCalls
 from .payloads import RetrievalPayload, SynthesisPayload
 
 FINDING_ID = "engine/tool"
@@ -74,7 +75,7 @@ class SynthesizeStage:
                          trust=TrustLevel.EXTERNAL.value, data={"passages": [c.id for c in context]})
         generated = await self.calls.fan_out(trace_id, generators, lambda v: self.calls.client.generate(
             v.spec, v.url, question, context, trace_id, memory=memories[v.spec.id]), asked.deadline)
-        timings = Timings().plus("generate", _ms(started))
+        timings = Timings().plus("generate", elapsed_ms(started))
         outcomes = tuple(r.outcome for r in generated)
         replies = await asyncio.to_thread(self._screen_generations, session, generators, generated)
         await self._run_actions(session, replies, trace_id)
@@ -85,7 +86,7 @@ class SynthesizeStage:
                                     trace_id=trace_id,
                                     free_text=frozenset(v.spec.id for v in generators if v.spec.free_text))
         decision = await self._challenge(decision, context, trace_id)
-        timings = timings.plus("adjudicate", _ms(started))
+        timings = timings.plus("adjudicate", elapsed_ms(started))
         payload = SynthesisPayload(decision, outcomes, reached_generators=True, finding=found)
         chosen = decision.chosen
         if chosen is None:
@@ -185,7 +186,3 @@ def hop_context(trajectory: Trajectory) -> tuple[ContextChunk, ...]:
     order."""
     return union([s.payload.report for s in trajectory.stages
                   if s.kind is StageKind.RETRIEVE and isinstance(s.payload, RetrievalPayload)])
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 1)

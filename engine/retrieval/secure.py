@@ -21,6 +21,7 @@ from typing import Mapping
 import numpy as np
 
 from ..config import RetrievalSettings
+from ..stats import elapsed_ms
 from ..text import content_hash
 from ..text import content_words, overlap
 from ..types import Chunk, ChunkExplanation, ContextChunk, PassageFlag, RetrievalMode, Suspect, SuspectReason
@@ -113,14 +114,14 @@ class SecureRetrieval:
         cleaned = {agent: clean(agent, tuple(chunks), s, dropped) for agent, chunks in replies.items()}
         disputed_keys, tied_keys, id_disputes = self._id_disputes(cleaned, reputations)
         passages, lists = self._group(cleaned)
-        timings["clean"] = _ms(started)
+        timings["clean"] = elapsed_ms(started, 2)
 
         started = time.perf_counter()
         vectors = query_vec = None
         if mode in (RetrievalMode.FULL, RetrievalMode.STRICT) and passages and self.embedder is not None:
             vectors = np.asarray(self.embedder.embed_passages([p.chunk.text for p in passages]), dtype=np.float32)
             query_vec = self._question_vector(question)
-        timings["embed"] = _ms(started)
+        timings["embed"] = elapsed_ms(started, 2)
 
         started = time.perf_counter()
         agents = list(cleaned)
@@ -145,7 +146,7 @@ class SecureRetrieval:
             labels = density_labels(vectors, s.min_cluster_size)
             self._vector_anomalies(question, passages, vectors, query_vec, shares, below, marks,
                                    lone_mirrors=mode is RetrievalMode.STRICT)
-        timings["anomaly"] = _ms(started)
+        timings["anomaly"] = elapsed_ms(started, 2)
 
         started = time.perf_counter()
         floor = getattr(self.embedder, "similarity_floor", 0.0)
@@ -177,7 +178,7 @@ class SecureRetrieval:
                                        explanation=explanation))
         suspects = self._suspects(cleaned, passages, marks, tied_keys, id_disputes)
         context, excluded, fallback = self._select(scored, marks, below, {x.agent_id for x in suspects})
-        timings["vote"] = _ms(started)
+        timings["vote"] = elapsed_ms(started, 2)
         if not context:
             abstain = "every passage returned was kept out" if passages else "no retriever returned a usable passage"
         else:
@@ -432,7 +433,3 @@ def echo_margin(to_question: np.ndarray, group: list[int], others: list[int]) ->
     """Mean question similarity of a group minus the best of the independent passages."""
     best_other = max((float(to_question[i]) for i in others), default=0.0)
     return float(np.mean(to_question[group])) - best_other
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)

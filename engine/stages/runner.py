@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Mapping, Sequence
 
 from .model import Intervention, InterventionKind, StageObserver, StageResult, Trajectory
+from ..stats import elapsed_ms
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class StageRunner:
             self._progress(index, len(steps), attempt, None)
             result = await steps[index](trajectory, exclusions)
             result = dataclasses.replace(result, index=index, attempt=attempt,
-                                         elapsed_ms=result.elapsed_ms or _ms(started))
+                                         elapsed_ms=result.elapsed_ms or elapsed_ms(started, 2))
             self._progress(index, len(steps), attempt, result)
             if index in exclusions.caps and result.confidence > exclusions.caps[index]:
                 result = dataclasses.replace(result, confidence=exclusions.caps[index])
@@ -121,7 +122,3 @@ class StageRunner:
         """Every observer sees every boundary; the first intervention asked for wins."""
         asked = [observer.on_stage(trajectory, result) for observer in self.observers]
         return next((a for a in asked if a is not None), None)
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)
