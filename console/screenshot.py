@@ -81,7 +81,9 @@ async def seed_demo(engine, trace_id: str, operator: str = DEMO_OPERATOR) -> dic
 
     from engine import ToolRequest
 
-    memory, tools = engine.memory, engine.tools
+    # As agents' calls would arrive: the agents' side of memory and the tool broker (engine.parts), which no
+    # operator's face offers.
+    memory, tools = engine.parts.memory, engine.parts.tools
     poisoned, copied = uuid4().hex, uuid4().hex          # two later traces (agents' messages outside a question)
 
     async def write(agent: str, key: str, content: str, trace: str):

@@ -64,8 +64,9 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class EngineParts:
-    """What the Engine is made of, wired once in its constructor. The faces use these; the console never does
-    (it sees engine/__init__.py), the command line's and the tests' own checks may."""
+    """What the Engine is made of, wired once in its constructor. The faces use these, and so may the command
+    line's and the tests' own checks; the console works through the faces, except its screenshot tool's demo
+    seeding, which writes memory and asks for tools as agents would."""
     store: Store                       # the one SQLite file
     registry: AgentRegistry            # every agent's spec, state and standing
     keyring: Keyring                   # each agent's key for this run (engine.agents.auth)
