@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 DEMO_QUESTIONS_PATH = Path(__file__).resolve().parents[1] / "resources" / "demo_questions.jsonl"
 RATE_MIN, RATE_MAX = 0.05, 20.0        # questions a second: one every 20 s, up to 20 a second
-DEFAULT_RATE = 0.5                     # what the 2-core demo machine answers without skipping (see README)
+DEFAULT_RATE = 0.5                     # what the 2-core demo machine answers without skipping (docs/evaluation.md, "The console under load")
 EVENT_EVERY_S = 1.0                    # stats events while running, at most this often
 ERROR_CHARS = 300                      # of the last failure kept in the stats
 

@@ -1,5 +1,5 @@
 """The gateway's knobs ([gateway] in config/engine.toml). Thresholds were picked on the dev split of
-the labelled injection data with a margin (README "Gateway"); `main.py eval injection` reports them
+the labelled injection data with a margin (docs/security.md "The thought-virus gateway"); `main.py eval injection` reports them
 on the test split. The learned scanners are calibrated to these two numbers (bench/train/gateway.py): a
 classifier or seed score of 0.5 in DATA, and of 0.6 in USER, is that scanner's operating point, so
 moving data_block or user_escalate trades catches for false alarms from every scanner at once."""
