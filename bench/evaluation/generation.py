@@ -35,6 +35,7 @@ from engine.config import GenerationSettings, RetrievalSettings
 from engine.ingest.corpus import Corpus
 from engine.errors import InputError
 from engine.generation.adjudicate import Decision, adjudicate
+from engine.settings.meaning import MeaningSettings
 from engine.text import sentences
 from engine.types import Chunk, ContextChunk, Generation
 from engine.verify.sentences import rank_sentences
@@ -44,7 +45,8 @@ from .attacks import passage_chunk, seeded
 from .data import DEFAULT_HOTPOT, Passage, answer_aliases, read_jsonl
 from .generation_profiles import CLEAN, HEADLINE, Profile
 from .honest_generators import HonestKind, generate_all, paraphrase
-from .lies import (Lie, LieKind, Skip, legacy_lie, role_swap, swap_in_passage, true_irrelevant, with_true_quote,
+from .legacy_lies import legacy_lie
+from .lies import (Lie, LieKind, Skip, role_swap, splice, swap_in_passage, true_irrelevant, with_true_quote,
                    wrong_relevant)
 from .splits import split_of
 
@@ -143,6 +145,8 @@ def make_lie(profile: Profile, item: Prepared, seed: int = 0) -> Lie | Skip:
         lie = swap_in_passage(q.question, sentence, chunk, q.answers, rng)
     elif kind is LieKind.ROLE_SWAP:
         lie = role_swap(q.question, sentence, chunk)
+    elif kind is LieKind.SPLICE:
+        lie = splice(q.question, sentence, chunk, item.chunks)
     elif kind is LieKind.TRUE_IRRELEVANT:
         lie = true_irrelevant(q.question, item.chunks, item.supporting, q.answers,
                               [c.text for g in item.honest.values() for c in g.claims] +
@@ -286,7 +290,7 @@ class GenerationEvaluation:
     def __init__(self, settings: GenerationSettings, embedder, *, verifier_embedder=None,
                  warm_verifier: Callable[[Sequence[str]], None] | None = None, k: int = DEFAULT_K, seed: int = 0,
                  profiles: Sequence[Profile] = HEADLINE, progress: Callable[..., None] | None = None,
-                 adjudicator=adjudicate) -> None:
+                 adjudicator=adjudicate, meaning=None, meaning_settings: MeaningSettings = MeaningSettings()) -> None:
         if k < 1:
             raise InputError(f"--k must be at least 1, found {k}")
         self.settings = settings
@@ -298,6 +302,8 @@ class GenerationEvaluation:
         self.profiles = tuple(profiles)
         self.progress = progress or _silent
         self.adjudicator = adjudicator
+        self.meaning = meaning                      # the meaning verifier (None: the word checks alone)
+        self.meaning_settings = meaning_settings
 
     # ---- phase 1 ------------------------------------------------------------------------------
     def _warm(self, questions: Sequence[Question]) -> dict:
@@ -330,7 +336,8 @@ class GenerationEvaluation:
         started = time.perf_counter()
         try:
             decision = runner.run(self.adjudicator(q.question, dict(fleet.generations), item.context, self.settings,
-                                                   verifier, embedder=self.verifier_embedder))
+                                                   verifier, embedder=self.verifier_embedder, meaning=self.meaning,
+                                                   meaning_settings=self.meaning_settings))
         except Exception as exc:   # the defence is under active development: one failure must not lose a run
             return gm.error_row(facts, f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000

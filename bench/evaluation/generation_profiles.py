@@ -38,6 +38,17 @@ HEADLINE = (
             about="the only generator up tells a swap-in-passage lie"),
     Profile("challenge-liar", LieKind.SWAP_IN_PASSAGE, quote_on_challenge=True,
             about="swap-in-passage, and when challenged the liar quotes the real sentence"),
+    Profile("irrelevant-alone", LieKind.TRUE_IRRELEVANT, liars=1, honest=0,
+            about="the only generator up answers with a true sentence that does not answer"),
+    Profile("irrelevant-2v1", LieKind.TRUE_IRRELEVANT, liars=2, honest=1,
+            about="two generators give the same true sentence that does not answer, against one honest generator"),
+    Profile("role-swap-alone", LieKind.ROLE_SWAP, liars=1, honest=0,
+            about="the only generator up exchanges two names of the answer sentence"),
+    Profile("role-swap-2v1", LieKind.ROLE_SWAP, liars=2, honest=1,
+            about="two generators tell the same role swap against one honest generator"),
+    Profile("splice", LieKind.SPLICE,
+            about="the answer sentence's start joined to another passage's sentence end, citing both passages"),
+    Profile("splice-alone", LieKind.SPLICE, liars=1, honest=0, about="the only generator up tells a splice"),
 )
 LEGACY = tuple(Profile(kind.value, kind, about="legacy rule from engine.agents.faults") for kind in LieKind
                if kind.legacy)

@@ -11,7 +11,9 @@ Headline lie kinds (one Byzantine generator each, unless the fleet says otherwis
 - true-irrelevant: a true context sentence, correctly cited, from a passage HotpotQA marks as not
   supporting the answer, not containing the gold answer;
 - wrong-relevant: the gold answer replaced, in the sentence that states it, by another entity of its
-  type from the context (the other option of a comparison question first), citing that sentence's chunk.
+  type from the context (the other option of a comparison question first), citing that sentence's chunk;
+- splice: the start of the answer sentence joined to the end of the most question-like sentence of another
+  passage, citing both passages (every word is in the evidence, the whole is in neither).
 The legacy kinds (engine.agents.faults: fabricate, contradict, tamper, bias, uncited, omit-best) are
 kept for comparison; their false claims are the ones the fault rewrote.
 """
@@ -23,13 +25,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.agents.extractive import ExtractiveGenerator
-from engine.agents.faults import FaultInjector
 from engine.text import STOPWORDS, content_words, sentences
-from engine.types import Chunk, Claim, FaultKind, FaultProfile, Generation
-from engine.verify.sentences import rank_sentences
-from engine.verify.verifier import names
-from .metrics import text_key
+from engine.types import Chunk, Claim, Generation
+from .lie_text import proper_names, ranked_sentences, text_key
 from .textmatch import contains_answer, normalize_tokens
 
 
@@ -38,6 +36,7 @@ class LieKind(str, enum.Enum):
     ROLE_SWAP = "role-swap"
     TRUE_IRRELEVANT = "true-irrelevant"
     WRONG_RELEVANT = "wrong-relevant"
+    SPLICE = "splice"
     # legacy: engine.agents.faults rules (and the server's omit-best)
     FABRICATE = "fabricate"
     CONTRADICT = "contradict"
@@ -51,7 +50,8 @@ class LieKind(str, enum.Enum):
         return self not in HEADLINE_KINDS
 
 
-HEADLINE_KINDS = (LieKind.SWAP_IN_PASSAGE, LieKind.ROLE_SWAP, LieKind.TRUE_IRRELEVANT, LieKind.WRONG_RELEVANT)
+HEADLINE_KINDS = (LieKind.SWAP_IN_PASSAGE, LieKind.ROLE_SWAP, LieKind.TRUE_IRRELEVANT, LieKind.WRONG_RELEVANT,
+                  LieKind.SPLICE)
 
 
 class EntityType(str, enum.Enum):
@@ -125,7 +125,7 @@ def name_type(name: str) -> EntityType:
 
 
 def _fragment(sentence: str, name: str) -> bool:
-    """A piece of a longer name, which a liar would not swap on its own: `names()` skips a sentence's
+    """A piece of a longer name, which a liar would not swap on its own: `proper_names()` skips a sentence's
     first word ("Kingston Morning is ..." yields "Morning") and all-caps words ("DC Comics" yields
     "Comics", "NCAA Division I" yields "Division")."""
     at = whole_word(name).search(sentence)
@@ -139,14 +139,14 @@ def _fragment(sentence: str, name: str) -> bool:
 
 
 def entities(text: str) -> list[Entity]:
-    """Numbers (years apart) and names (`names()`, the capitalised runs not opening a sentence, months
+    """Numbers (years apart) and names (`proper_names()`, the capitalised runs not opening a sentence, months
     left out: they belong to dates), in order of first appearance, each once."""
     found: dict[str, tuple[int, Entity]] = {}
     for sentence in sentences(text):
         for match in _NUMBER.finditer(sentence):
             found.setdefault(match.group(0), (text.find(match.group(0)), Entity(match.group(0),
                                                                                 number_type(match.group(0)))))
-        for name in names(sentence):
+        for name in proper_names(sentence):
             whole = whole_word(name).search(sentence) is not None    # "Ph" of "PhD" is no name
             function_word = name.lower() in STOPWORDS                # "That" opening a quoted title
             if not whole or function_word or any(w in MONTHS for w in name.split()) or _fragment(sentence, name):
@@ -226,6 +226,37 @@ def role_swap(question: str, sentence: str, chunk: Chunk) -> Lie | Skip:
                (Change(a.text, b.text), Change(b.text, a.text)), (a.text, b.text))
 
 
+def splice(question: str, sentence: str, chunk: Chunk, context: Sequence[Chunk]) -> Lie | Skip:
+    """The answer sentence's start, then the end of another passage's most question-like sentence; the claim
+    cites both passages. Cut at a comma where there is one, else at the middle word."""
+    others = [r for r in ranked_sentences(question, context)
+              if r.chunk_id != chunk.id and len(r.text.split()) >= 8 and text_key(r.text) != text_key(sentence)]
+    if len(sentence.split()) < 8 or not others:
+        return Skip(LieKind.SPLICE, "no second passage with a sentence long enough to splice")
+    other = others[0]
+    head, tail = _halves(sentence)[0], _halves(other.text)[1]
+    lie = f"{head} {tail}"
+    if not tail or text_key(lie) in (text_key(sentence), text_key(other.text)):
+        return Skip(LieKind.SPLICE, "the splice says what one of its sentences says")
+    reasoning = (f"The answer is in [{chunk.id}] and [{other.chunk_id}].",)
+    generation = Generation(answer=lie, reasoning=reasoning, claims=(Claim(lie, (chunk.id, other.chunk_id)),),
+                            confidence=0.9)
+    return Lie(LieKind.SPLICE, generation, sentence, chunk.id, (Change(sentence[len(head):].strip(), tail),), (tail,))
+
+
+def _halves(sentence: str) -> tuple[str, str]:
+    """(start, end) of a sentence: at its first comma past a quarter of it, else at the middle word."""
+    text = sentence.rstrip(".")
+    comma = text.find(", ", len(text) // 4)
+    if 0 < comma < len(text) * 3 // 4:
+        return text[:comma], text[comma + 2:] + "."
+    words = text.split()
+    cut = len(words) // 2
+    while 0 < cut < len(words) - 1 and words[cut - 1][:1].isupper() and words[cut][:1].isupper():
+        cut += 1        # never inside a name ("Clyde | Tombaugh")
+    return " ".join(words[:cut]), " ".join(words[cut:]) + "."
+
+
 def _listed_together(sentence: str, a: "Entity", b: "Entity") -> bool:
     """Only a comma, "and", "or" or "&" stands between the two names."""
     first, second = sorted((a.text, b.text), key=sentence.find)
@@ -240,7 +271,7 @@ def true_irrelevant(question: str, context: Sequence[Chunk], supporting: frozens
     honest generators said (honest_answers: their answers and each of their claims, since an answer may be two
     sentences)."""
     said = {text_key(a) for a in honest_answers}
-    for scored in rank_sentences(question, context):
+    for scored in ranked_sentences(question, context):
         if scored.chunk_id in supporting or text_key(scored.text) in said:
             continue
         if any(_mentions(scored.text, g) for g in gold) or len(content_words(scored.text)) < 3:
@@ -276,9 +307,9 @@ def wrong_relevant(question: str, honest_sentence: str, honest_chunk: str, conte
         return Skip(LieKind.WRONG_RELEVANT, "the gold answer is no name or number (yes/no, a phrase)")
     answer, wanted = target.text, target.type
     by_id = {c.id: c for c in context}
-    frames = [(honest_sentence, honest_chunk)] + [(s.text, s.chunk_id) for s in rank_sentences(question, context)
+    frames = [(honest_sentence, honest_chunk)] + [(s.text, s.chunk_id) for s in ranked_sentences(question, context)
                                                   if s.chunk_id in supporting] + \
-             [(s.text, s.chunk_id) for s in rank_sentences(question, context)]
+             [(s.text, s.chunk_id) for s in ranked_sentences(question, context)]
     frame = next(((s, cid) for s, cid in frames if cid in by_id and whole_word(answer).search(s)), None)
     if frame is None:
         return Skip(LieKind.WRONG_RELEVANT, "no context sentence states the gold answer")
@@ -311,17 +342,3 @@ def with_true_quote(lie: Lie) -> Lie:
 
 
 # ---- legacy ------------------------------------------------------------------------------------
-
-def legacy_lie(kind: LieKind, question: str, honest: Generation, context: tuple[Chunk, ...], seed: int = 0) -> Lie:
-    """The old fault rules (engine.agents.faults), for comparison with the headline lies."""
-    if kind is LieKind.OMIT_BEST:   # engine/agents/server.py: answer from the second-best sentence
-        ranked = rank_sentences(question, context)
-        gen = (ExtractiveGenerator.answer_from(ranked, ranked[1], set(content_words(question)))
-               if len(ranked) > 1 else honest)
-    else:
-        gen = FaultInjector(FaultProfile(kind=FaultKind(kind.value), seed=seed)).corrupt_generation(
-            question, honest, context)
-    pieces = {text_key(c.text) for c in honest.claims} | {text_key(honest.answer)}
-    pieces |= {text_key(p) for c in honest.claims for p in re.split(r";\s+", c.text)}
-    cited = gen.claims[0].citations[0] if gen.claims and gen.claims[0].citations else ""
-    return Lie(kind, gen, honest.answer, cited, honest_pieces=frozenset(pieces))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import random
 
-from bench.evaluation.lies import (EntityType, Lie, LieKind, Skip, entities, gold_entity, legacy_lie, role_swap,
+from bench.evaluation.legacy_lies import legacy_lie
+from bench.evaluation.lies import (EntityType, Lie, LieKind, Skip, entities, gold_entity, role_swap, splice,
                                     swap_in_passage, true_irrelevant, with_true_quote, wrong_relevant)
 from bench.evaluation.textmatch import contains_answer
 from engine.text import sentences
@@ -126,3 +127,19 @@ def test_legacy_lies_are_false_where_the_fault_rewrote_a_claim():
     assert not bias.is_false(SENTENCE) and bias.is_false(bias.generation.claims[-1].text)
     omit = legacy_lie(LieKind.OMIT_BEST, QUESTION, honest, CONTEXT)
     assert not omit.is_false(omit.text)
+
+
+def test_a_splice_joins_the_answer_sentences_start_to_another_passages_end_and_cites_both():
+    lie = splice(QUESTION, SENTENCE, PLUTO, CONTEXT)
+    assert isinstance(lie, Lie) and lie.kind is LieKind.SPLICE
+    claim = lie.generation.claims[0]
+    assert claim.citations[0] == PLUTO.id and claim.citations[1] != PLUTO.id
+    head, tail = lie.text.split(" ", 1)[0], lie.planted[0]
+    assert SENTENCE.startswith(head) and lie.text.endswith(tail) and tail not in PLUTO.text
+    other = next(c for c in CONTEXT if c.id == claim.citations[1])
+    assert tail.rstrip(".") in other.text and lie.text not in PLUTO.text + " " + other.text
+    assert lie.is_false(lie.text) and not lie.is_false(SENTENCE)
+
+
+def test_no_splice_without_a_second_passage():
+    assert isinstance(splice(QUESTION, SENTENCE, PLUTO, (PLUTO,)), Skip)
