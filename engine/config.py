@@ -21,6 +21,7 @@ from .settings.reputation import ReputationSettings
 from .settings.cascade import CascadeSettings
 from .settings.gateway import GatewaySettings
 from .settings.telemetry import TelemetrySettings, check_telemetry
+from .settings.meaning import MeaningSettings
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
 from .types import (AGENT_ID, LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile,
@@ -100,6 +101,7 @@ class EngineSettings:
     cascade: CascadeSettings = CascadeSettings()
     gateway: GatewaySettings = GatewaySettings()
     telemetry: TelemetrySettings = TelemetrySettings()   # traces out over OTLP (engine.telemetry), off by default
+    meaning: MeaningSettings = MeaningSettings()         # the meaning verifier (engine/verify/meaning.py)
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode=RetrievalMode.OPTIMISTIC),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -217,7 +219,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     file = str(path)
     data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk",
                                                                "reputation", "cascade", "gateway",
-                                                               "telemetry"})
+                                                               "telemetry", "meaning"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -232,6 +234,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         cascade=_build_section(file, "cascade", CascadeSettings, data.get("cascade", {})),
         gateway=_build_section(file, "gateway", GatewaySettings, data.get("gateway", {})),
         telemetry=check_telemetry(file, _build_section(file, "telemetry", TelemetrySettings, data.get("telemetry", {}))),
+        meaning=_build_section(file, "meaning", MeaningSettings, data.get("meaning", {})),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "free_text_min_support"),
@@ -243,7 +246,9 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("retrieval", "echo_similarity"),
                          ("retrieval", "corroboration"), ("retrieval", "tamper_similarity"),
                          ("cascade", "theta"), ("cascade", "w_sfv"), ("cascade", "w_csct"), ("cascade", "w_cpm"),
-                         ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor")):
+                         ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor"),
+                         ("meaning", "entails_threshold"), ("meaning", "answers_threshold"), ("meaning", "lift"),
+                         ("meaning", "relative")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
     from .settings.cascade import CHOICES

@@ -281,6 +281,8 @@ class CheckReason(str, enum.Enum):
     JUDGED = "judged"                          # the verifiers judged it against the chunks it cites (see its label)
     CITES_NOTHING = "cites_nothing"            # it cites no chunk
     CITES_UNKNOWN = "cites_unknown"            # it cites chunks that are not in the safe context
+    NOT_ENTAILED = "not_entailed"              # its words are in the evidence, but its evidence does not entail it
+    ENTAILED = "entailed"                      # the words could not place it, its evidence entails it (a paraphrase)
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,8 @@ class ClaimCheck:
     origin: ClaimOrigin = ClaimOrigin.DECLARED
     votes: tuple[Vote, ...] = ()           # each verifier's label, for the reputation of verifiers
     reason_kind: CheckReason = CheckReason.JUDGED   # the reason as vocabulary
+    entailment: float | None = None        # P(its aligned evidence entails it), the meaning verifier's; None: not read
+    premise: str = ""                      # the evidence sentences it was read against
 
 
 class ChallengeOutcome(str, enum.Enum):
@@ -322,6 +326,8 @@ class Candidate:
     consistency: float = 0.0               # share of its core facts the other answers agree with
     challenge: str = ""                    # outcome of asking it to show the evidence for a doubtful claim, for people
     challenge_outcome: ChallengeOutcome | None = None   # the same, as vocabulary (None: not challenged)
+    relevance: float | None = None         # P(the answer answers the question), the meaning verifier's; None: not read
+    off_topic: bool = False                # the meaning verifier read it as not answering the question
 
 
 class SuspectReason(str, enum.Enum):

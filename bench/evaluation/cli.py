@@ -162,6 +162,8 @@ def _add_generation_parser(commands) -> None:
     gen.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
     gen.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     gen.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
+    gen.add_argument("--no-meaning", action="store_true",
+                     help="the word checks alone, without the meaning verifier (what the defence was before it)")
     gen.add_argument("--llm", action="store_true",
                      help="add the LLM generator's row: the fleet's llm-local agent (run `make llm` first) or "
                           "--llm-agent, on the demo questions and the HotpotQA questions (--limit)")
@@ -346,6 +348,7 @@ def _retrieval(args) -> int:
 GENERATION_DEFENCE = ("generation", "verify")
 GENERATION_MEASURED = ("agents/retrievers.py", "agents/extractive.py", "agents/faults.py", "agents/server.py",
                        "text.py", "corpus.py", "evaluation/honest_generators.py", "evaluation/lies.py",
+                       "evaluation/lie_text.py",
                        "evaluation/generation_profiles.py")
 
 
@@ -373,6 +376,10 @@ def _generation(args) -> int:
     kind = settings.retrieval.embedder
     fingerprint = _source_fingerprint(args.settings, GENERATION_DEFENCE, GENERATION_MEASURED)
     load_before = _load_average()
+    meaning = None
+    if settings.meaning.enabled and not args.no_meaning:
+        from engine.verify.meaning import MeaningModel
+        meaning = MeaningModel()
     embedder = real_embedders([kind], cache_dir)[kind]
     try:
         with tempfile.TemporaryDirectory(prefix="quorum-evalgen-") as scratch:
@@ -380,7 +387,8 @@ def _generation(args) -> int:
             try:
                 evaluation = GenerationEvaluation(settings.generation, embedder, verifier_embedder=claims.cached,
                                                   warm_verifier=claims.warm, k=args.k, seed=args.seed,
-                                                  profiles=profiles, progress=Progress())
+                                                  profiles=profiles, progress=Progress(),
+                                                  meaning=meaning, meaning_settings=settings.meaning)
                 result = evaluation.run(questions)
             finally:
                 claims.close()

@@ -59,6 +59,10 @@ def claim_html(claim: ClaimSummary) -> str:
     lines = []
     if claim.evidence:
         lines.append(f"{muted('evidence:')} “{html_text(claim.evidence[:EXCERPT])}”")
+    if claim.entailment is not None:
+        tone = "good" if claim.entailment >= 0.5 else "bad"
+        lines.append(f"{muted('meaning:')} {toned(tone, f'entailed P = {claim.entailment:.2f}')}"
+                     + (f" {muted('read against')} “{html_text(claim.premise[:EXCERPT])}”" if claim.premise else ""))
     if claim.reason and claim.reason != claim_label_text(claim):
         lines.append(muted(html_text(claim.reason)))
     return f"<li>{head}" + "".join(f"<br>{line}" for line in lines) + "</li>"
@@ -74,6 +78,10 @@ def candidates_html(item: ReviewItem) -> list[str]:
         agree = f" · agrees with {html_text(', '.join(cand.agreeing))}" if cand.agreeing else ""
         chosen = f" {toned('good', '· the answer given', bold=True)}" if given and cand.answer == given else ""
         challenge = f"<br>{muted('challenge: ' + html_text(cand.challenge))}" if cand.challenge else ""
+        if cand.relevance is not None:
+            relevance = (toned("bad", f"does not answer the question (P = {cand.relevance:.2f})", bold=True)
+                         if cand.off_topic else muted(f"answers the question (P = {cand.relevance:.2f})"))
+            challenge = f"<br>{relevance}{challenge}"
         parts.append(f"<p style='margin-bottom:0'><b>{html_text(cand.agent_id)}</b>{chosen} "
                      f"{muted(f'support {cand.support_rate:.0%} · credibility {cand.credibility:.2f}{agree}')}<br>"
                      f"{html_text(cand.answer or '(empty answer)')}{challenge}</p>")

@@ -15,7 +15,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from engine import AgentOutcome, Candidate, ChallengeOutcome, Chunk, ClaimOrigin, ContextChunk, PassageFlag, sentences
+from engine import AgentOutcome, Candidate, ChallengeOutcome, CheckReason, Chunk, ClaimOrigin, ContextChunk, PassageFlag, sentences
 
 from .. import style
 from ..table_model import CENTER, RIGHT, VALUE_ROLE, Column
@@ -125,6 +125,12 @@ CANDIDATE_COLUMNS: tuple[Column[Candidate], ...] = (
     Column("Claims backed", claims_summary, align=RIGHT),
     Column("Credibility", lambda c: f"{c.credibility:.2f}", align=RIGHT,
            header_tooltip="How far the engine trusts this candidate: support, agreement and the agent's reputation"),
+    Column("Answers", lambda c: "—" if c.relevance is None else f"{c.relevance:.2f}", align=RIGHT,
+           foreground=lambda c: style.tones().bad if c.off_topic else None,
+           tooltip=lambda c: ("not read for meaning" if c.relevance is None else
+                              "does not answer the question" if c.off_topic else "answers the question"),
+           header_tooltip="How likely its answer answers the question (the meaning verifier); "
+                          "one that does not is never given"),
     Column("Agrees with", lambda c: ", ".join(c.agreeing) or "no one",
            foreground=lambda c: None if c.agreeing else style.tones().muted),
     Column("Challenge", lambda c: CHALLENGE_WORDS.get(c.challenge_outcome, "—"),
@@ -152,11 +158,15 @@ CHECK_COLUMNS = (
            tooltip=lambda k: k.claim.text),
     Column("Coverage", lambda k: f"{k.coverage:.0%}", align=RIGHT,
            header_tooltip="Share of the claim's content words found in its cited passages"),
+    Column("Entailed", lambda k: "—" if k.entailment is None else f"{k.entailment:.2f}", align=RIGHT,
+           foreground=lambda k: style.tones().bad if k.reason_kind is CheckReason.NOT_ENTAILED else None,
+           tooltip=lambda k: f"read against: {k.premise}" if k.premise else "not read for meaning",
+           header_tooltip="How likely its aligned evidence sentences entail it (the meaning verifier)"),
     Column("Reason", lambda k: k.reason, foreground=lambda k: None if k.supported else style.tones().bad,
            tooltip=lambda k: k.reason),
     Column("Cites", lambda k: ", ".join(k.claim.citations) or "—"),
 )
-CHECK_CLAIM_COLUMN, CHECK_REASON_COLUMN = 2, 4
+CHECK_CLAIM_COLUMN, CHECK_REASON_COLUMN = 2, 5
 
 
 class FlagChipsDelegate(QStyledItemDelegate):
@@ -325,7 +335,11 @@ def candidate_html(candidate: Candidate) -> str:
              f"<p style='{style.fg('muted')}; margin-top:4px'>support <b style='color:{colour}'>{candidate.support_rate:.0%}</b>"
              f" · claims backed {claims_summary(candidate)} · credibility {candidate.credibility:.2f}"
              f" · confidence {generation.confidence:.2f}"
-             f" · agrees with {html_text(', '.join(candidate.agreeing) or 'no one')}</p>",
+             f" · agrees with {html_text(', '.join(candidate.agreeing) or 'no one')}"
+             + ("" if candidate.relevance is None else
+                f" · <b style='color:{style.tones().bad.name()}'>does not answer the question</b>"
+                f" (P = {candidate.relevance:.2f})" if candidate.off_topic else
+                f" · answers the question (P = {candidate.relevance:.2f})") + "</p>",
              f"<p style='white-space:pre-wrap'>{html_text(generation.answer or '(no answer)')}</p>"]
     if generation.reasoning:
         parts.append("<p><b>Reasoning</b></p><ul>" + "".join(f"<li>{html_text(step)}</li>" for step in generation.reasoning)
@@ -341,6 +355,9 @@ def claim_check_html(check, passages: Mapping[str, PassageRow]) -> str:
     parts = [f"<p style='font-size:large; margin:0'>{html_text(check.claim.text)}</p>",
              f"<p><b style='color:{colour}'>{check_mark(check.supported)} {verdict}</b>"
              f" · coverage {check.coverage:.0%}" + (f" · {html_text(check.reason)}" if check.reason else "") + "</p>"]
+    if check.entailment is not None:
+        parts.append(f"<p>Meaning: entailed P = <b>{check.entailment:.2f}</b>, read against "
+                     f"“{html_text(check.premise)}”</p>")
     if not check.claim.citations:
         parts.append(f"<p style='{style.fg('muted')}'>The claim cites no passage.</p>")
     for chunk_id in check.claim.citations:

@@ -60,7 +60,10 @@ def print_answer(answer) -> None:
     if not answer.answer and answer.candidates:
         print("Positions:")
         for cand in answer.candidates:
-            print(f"  {quoted(cand.agent_id)} (support {cand.support_rate:.0%}): "
+            meaning = ("" if cand.relevance is None else
+                       f", does not answer the question (P {cand.relevance:.2f})" if cand.off_topic else
+                       f", answers the question (P {cand.relevance:.2f})")
+            print(f"  {quoted(cand.agent_id)} (support {cand.support_rate:.0%}{meaning}): "
                   f"{quoted(cand.generation.answer[:120])}")
     print(f"Agents   : {answer.agents_ok(Role.RETRIEVER)} retrievers and {answer.agents_ok(Role.GENERATOR)} "
           f"generators answered")
@@ -93,9 +96,10 @@ def answer_json(answer) -> dict:
                     "error": a.error, "mode": a.mode} for a in answer.agents],
         "candidates": [{"agent_id": c.agent_id, "answer": c.generation.answer, "support_rate": c.support_rate,
                         "credibility": c.credibility, "consistency": c.consistency, "agreeing": list(c.agreeing),
-                        "challenge": c.challenge,
+                        "challenge": c.challenge, "relevance": c.relevance, "off_topic": c.off_topic,
                         "checks": [{"claim": k.claim.text, "supported": k.supported, "label": k.label.value,
-                                    "origin": k.origin.value, "reason": k.reason}
+                                    "origin": k.origin.value, "reason": k.reason, "entailment": k.entailment,
+                                    "premise": k.premise}
                                    for k in c.checks]} for c in answer.candidates],
         "context": [{"chunk_id": c.chunk.id, "score": c.score, "supported_by": list(c.supported_by),
                      "disputed_by": list(c.disputed_by)} for c in answer.context],

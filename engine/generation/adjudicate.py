@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..config import GenerationSettings
+from ..settings.meaning import MeaningSettings
 from ..text import coverage
 from ..types import (Candidate, CheckReason, Chunk, Claim, ClaimCheck, ClaimLabel, ClaimOrigin, ContextChunk, Generation,
                      Verdict)
@@ -22,6 +23,7 @@ from ..verify.dated import dated_conflict
 from ..verify.verifier import Judgement, Verifier
 from .claims import claims_to_check
 from .consistency import contradicts, mutual_agreement
+from .meaning_check import MeaningReader, read_meaning
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,12 @@ def credibility(support: float, consistency: float, reputation: float, s: Genera
 async def adjudicate(question: str, generations: Mapping[str, Generation], context: tuple[ContextChunk, ...],
                      settings: GenerationSettings, verifier: Verifier, *, embedder=None,
                      reputations: Mapping[str, float] | None = None, trace_id: str = "",
-                     free_text: frozenset[str] = frozenset()) -> Decision:
+                     free_text: frozenset[str] = frozenset(), meaning: MeaningReader | None = None,
+                     meaning_settings: MeaningSettings = MeaningSettings()) -> Decision:
     """free_text: generators (LLMs) whose answer may be given only with settings.free_text_min_support of its
-    claims supported (all, by default): it is still a position, shown, but never the answer with a claim short."""
+    claims supported (all, by default): it is still a position, shown, but never the answer with a claim short.
+    meaning: the meaning verifier; with it, a claim counts as supported only where its evidence entails it, an
+    answer is given only if it answers the question, and answers agree only among those that pass both."""
     evidence = {c.chunk.id: c.chunk for c in context}
     answered = {agent: gen for agent, gen in generations.items() if gen.answer.strip()}
     if not answered:
@@ -88,17 +93,32 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
                                                           gen, whole_answer=agent in free_text)))
                                      for agent, gen in answered.items()))
     checks: dict[str, tuple[ClaimCheck, ...]] = {agent: tuple(c) for agent, c in zip(answered, checked)}
+    relevance: dict[str, float] = {}
+    answers_at = 0.0
+    if meaning is not None:
+        read = await read_meaning(question, {a: g.answer for a, g in answered.items()}, checks,
+                                  {cid: chunk.text for cid, chunk in evidence.items()}, meaning, meaning_settings)
+        checks, relevance, answers_at = dict(read.checks), dict(read.relevance), read.answers_threshold
     stated = {agent: [c.claim.text for c in checks[agent]] for agent in answered}
+    support = {agent: sum(c.supported for c in checks[agent]) / len(checks[agent]) if checks[agent] else 0.0
+               for agent in answered}
+    best_relevance = max(relevance.values(), default=0.0)
+    # Below the threshold, or far below the answer that answers best (a colluders' pair beside one honest answer).
+    off_topic = {agent for agent in answered if agent in relevance and (
+        relevance[agent] < answers_at or relevance[agent] < meaning_settings.relative * best_relevance)}
+    # Agreement counts only among answers that answer and are supported: two colluders who agree with each
+    # other on a sentence that does not answer cannot outvote the one answer that does.
+    passing = [a for a in answered if a not in off_topic and support[a] >= settings.min_support]
     candidates = []
     for agent, gen in answered.items():
-        support = sum(c.supported for c in checks[agent]) / len(checks[agent]) if checks[agent] else 0.0
-        others = [o for o in answered if o != agent]
+        others = [o for o in passing if o != agent]
         scores = {o: mutual_agreement(stated[agent], stated[o], embedder, settings.claim_match) for o in others}
         agreeing = tuple(o for o, score in scores.items() if score >= settings.answer_match)
         consistency = sum(scores.values()) / len(scores) if scores else 1.0
-        candidates.append(Candidate(agent, gen, checks[agent], round(support, 4), agreeing,
-                                    credibility(support, consistency, reputations.get(agent, 1.0), settings),
-                                    consistency=round(consistency, 4)))
+        candidates.append(Candidate(agent, gen, checks[agent], round(support[agent], 4), agreeing,
+                                    credibility(support[agent], consistency, reputations.get(agent, 1.0), settings),
+                                    consistency=round(consistency, 4), relevance=relevance.get(agent),
+                                    off_topic=agent in off_topic))
     # Equal credibility (the same true claims in another order) goes to the answer most generators
     # gave word for word, never to whichever agent id sorts first.
     same_answer = {c.agent_id: sum(o.generation.answer.strip() == c.generation.answer.strip() for o in candidates)
@@ -106,7 +126,12 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     candidates.sort(key=lambda c: (-c.credibility, -same_answer[c.agent_id], c.agent_id))
     short = {c.agent_id for c in candidates
              if c.agent_id in free_text and c.support_rate < settings.free_text_min_support}
-    eligible = [c for c in candidates if c.agent_id not in short]
+    if off_topic and all(c.agent_id in off_topic for c in candidates):
+        best = max(candidates, key=lambda c: c.relevance or 0.0)
+        return Decision(Verdict.ABSTAINED, None, tuple(candidates),
+                        f"no answer answers the question (the closest: P = {best.relevance or 0.0:.2f}, "
+                        f"needs {answers_at:.2f})")
+    eligible = [c for c in candidates if c.agent_id not in short and c.agent_id not in off_topic]
     if not eligible:
         best = candidates[0]
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
@@ -137,6 +162,10 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
                         f"no consistent conclusion: {len(rivals) + 1} supported answers disagree")
     reason = (f"supported by {best.support_rate:.0%} of its claims; "
               f"{len(best.agreeing) + 1} of {len(candidates)} generators agree")
+    if best.relevance is not None:
+        reason += f"; answers the question (P = {best.relevance:.2f})"
+    if off_topic:
+        reason += f"; {len(off_topic)} that do not answer set aside"
     if conflict is not None and _from_outdated(best, conflict.newer.chunk_id, outdated):
         reason += f"; no generator answered from the newer source: {conflict.describe()}"
     elif conflict is not None:

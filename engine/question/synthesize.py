@@ -18,6 +18,7 @@ from ..gateway.report import TraceKind
 from ..gateway.session import GatewaySession
 from ..generation.adjudicate import Decision, adjudicate
 from ..generation.challenge import NoReply, challenge
+from ..generation.meaning_check import MeaningReader
 from ..registry import AgentView
 from ..stages import steps
 from ..stages.model import StageKind, StageResult, Timings, Trajectory
@@ -34,10 +35,12 @@ FINDING_ID = "engine/tool"
 
 class SynthesizeStage:
     """memory: the agents' memory store (engine.memory); tools: the tool broker (engine.gateway.tools). Without
-    them generators read no memory and every tool call is refused."""
+    them generators read no memory and every tool call is refused. meaning: the meaning verifier (None: claims
+    and answers are read for their words only)."""
 
     def __init__(self, settings: EngineSettings, calls: AgentCalls, embedder, emit: Emit,
-                 clock: Callable[[], float] = time.time, *, memory=None, tools=None) -> None:
+                 clock: Callable[[], float] = time.time, *, memory=None, tools=None,
+                 meaning: MeaningReader | None = None) -> None:
         self.settings = settings
         self.calls = calls
         self.embedder = embedder
@@ -45,6 +48,7 @@ class SynthesizeStage:
         self.clock = clock
         self.memory = memory
         self.tools = tools
+        self.meaning = meaning
         self.local_verifier = EvidenceVerifier(embedder, coverage=settings.generation.claim_coverage,
                                                alignment=settings.generation.alignment)
 
@@ -84,7 +88,8 @@ class SynthesizeStage:
                                     context_chunks, self.settings.generation, self._verifier(asked.tier),
                                     embedder=self.embedder, reputations=self.calls.reputations(),
                                     trace_id=trace_id,
-                                    free_text=frozenset(v.spec.id for v in generators if v.spec.free_text))
+                                    free_text=frozenset(v.spec.id for v in generators if v.spec.free_text),
+                                    meaning=self.meaning, meaning_settings=self.settings.meaning)
         decision = await self._challenge(decision, context, trace_id)
         timings = timings.plus("adjudicate", elapsed_ms(started))
         payload = SynthesisPayload(decision, outcomes, reached_generators=True, finding=found)

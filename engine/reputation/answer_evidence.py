@@ -6,8 +6,9 @@ on what the other retrievers returned, so the committee confirms them; the witne
 own lists settled it (for a suspect: those that returned the text that won), never every retriever that
 happened to answer. A suspect for echoes alone is the engine's own reading of the texts.
 
-Generators: every claim supported and the answer chosen are good; a claim the verifiers refuted, a
-citation of a chunk that is not in the context and a failed challenge are bad. The engine's own check
+Generators: every claim supported and the answer chosen are good; a claim the verifiers refuted, a claim
+its evidence does not entail, an answer that does not answer the question, a citation of a chunk that is not
+in the context and a failed challenge are bad (the meaning verifier's readings are the engine's own checks). The engine's own check
 is one of the votes: where it refuted (or checked the quote itself) the evidence is engine-checked,
 otherwise the refuting verifiers are the witnesses.
 
@@ -140,9 +141,13 @@ def _generation(answer: Answer, ledger: _Ledger) -> None:
                            engine_checked=LOCAL_VERIFIER in refuters or not check.votes, witnesses=refuters)
             elif check.reason_kind is CheckReason.CITES_UNKNOWN:
                 ledger.add(agent, Role.GENERATOR, EvidenceReason.CITED_UNKNOWN, engine_checked=True)
+            elif check.reason_kind is CheckReason.NOT_ENTAILED:
+                ledger.add(agent, Role.GENERATOR, EvidenceReason.CLAIM_NOT_ENTAILED, engine_checked=True)
+        if candidate.off_topic:
+            ledger.add(agent, Role.GENERATOR, EvidenceReason.ANSWER_OFF_TOPIC, engine_checked=True)
         if candidate.challenge_outcome in (ChallengeOutcome.QUOTE_NOT_CITED, ChallengeOutcome.QUOTE_DOES_NOT_BACK):
             ledger.add(agent, Role.GENERATOR, EvidenceReason.CHALLENGE_FAILED, engine_checked=True)
-        if candidate.checks and all(k.supported for k in candidate.checks):
+        if candidate.checks and all(k.supported for k in candidate.checks) and not candidate.off_topic:
             ledger.add(agent, Role.GENERATOR, EvidenceReason.CLAIMS_SUPPORTED, engine_checked=True)
         if candidate is chosen:
             ledger.add(agent, Role.GENERATOR, EvidenceReason.ANSWER_CHOSEN, engine_checked=True)

@@ -20,6 +20,8 @@ class EvidenceReason(str, enum.Enum):
     CLAIMS_SUPPORTED = "claims_supported"
     ANSWER_CHOSEN = "answer_chosen"
     CLAIM_REFUTED = "claim_refuted"
+    CLAIM_NOT_ENTAILED = "claim_not_entailed"        # its words are in the evidence, its meaning is not
+    ANSWER_OFF_TOPIC = "answer_off_topic"            # its answer does not answer the question
     CHALLENGE_FAILED = "challenge_failed"
     CONTRADICTED_BY_CHOSEN = "contradicted_by_chosen"
     CITED_UNKNOWN = "cited_unknown"                  # cited a chunk id that is not in the context it was given

@@ -31,6 +31,8 @@ class ClaimSummary:
     label: str = ""          # the verifiers' label (supported | refuted | not_enough_evidence) when the answer has one
     evidence: str = ""       # the sentence of its cited passages closest to it ("" when none of them is in the context)
     origin: str = ""         # declared by the generator, or split from its answer by the engine
+    entailment: float | None = None   # P(its aligned evidence entails it), the meaning verifier's (None: not read)
+    premise: str = ""        # the evidence sentences the meaning verifier read it against
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class CandidateSummary:
     agreeing: tuple[str, ...]
     claims: tuple[ClaimSummary, ...]
     challenge: str = ""      # what asking it to show its evidence came to ("" when it was not asked)
+    relevance: float | None = None   # P(it answers the question), the meaning verifier's (None: not read)
+    off_topic: bool = False  # the meaning verifier read it as not answering the question
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,10 @@ def _float(value: Any, default: float = 0.0) -> float:
         return default
 
 
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else _float(value)
+
+
 def _int(value: Any, default: int = 0) -> int:
     try:
         return int(value)
@@ -177,12 +185,16 @@ def candidates_from_payload(payload: Payload) -> tuple[CandidateSummary, ...]:
                                        citations=citations, label=str(check.get("label") or ""),
                                        evidence=evidence_sentence(text, [passages[c] for c in citations
                                                                          if c in passages]),
-                                       origin=str(check.get("origin") or "")))
+                                       origin=str(check.get("origin") or ""),
+                                       entailment=_optional_float(check.get("entailment")),
+                                       premise=str(check.get("premise") or "")))
         out.append(CandidateSummary(agent_id=str(cand.get("agent_id", "")), answer=str(generation.get("answer", "")),
                                     support_rate=_float(cand.get("support_rate")),
                                     credibility=_float(cand.get("credibility")),
                                     agreeing=_texts(cand.get("agreeing")), claims=tuple(claims),
-                                    challenge=str(cand.get("challenge") or "")))
+                                    challenge=str(cand.get("challenge") or ""),
+                                    relevance=_optional_float(cand.get("relevance")),
+                                    off_topic=bool(cand.get("off_topic"))))
     return tuple(out)
 
 

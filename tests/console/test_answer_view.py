@@ -7,6 +7,7 @@ import dataclasses
 from PySide6.QtCore import Qt
 
 from console import style
+from console.panels.evidence import CANDIDATE_COLUMNS
 from console.panels.answer import OUTCOME_COLUMNS, TAB_CITATIONS, TAB_GENERATORS, TAB_NAMES, AnswerView
 from console.table_model import RecordTableModel
 from engine import AgentOutcome, CallStatus, Role, Verdict
@@ -50,7 +51,8 @@ def test_abstained_shows_amber_badge_and_opens_every_position(qtbot):
     assert "did not agree" in view.header.answer.text() and "Generators" in view.header.answer.text()
     assert view.tabs.currentIndex() == TAB_GENERATORS          # the positions are the answer now
     candidates = view.candidates_model
-    assert [(cell(candidates, r, 0), cell(candidates, r, 1), cell(candidates, r, 6)) for r in range(2)] == [
+    answer_column = [c.title for c in CANDIDATE_COLUMNS].index("Answer")
+    assert [(cell(candidates, r, 0), cell(candidates, r, 1), cell(candidates, r, answer_column)) for r in range(2)] == [
         ("gen-a", "100%", "Mars has two moons, Phobos and Deimos."), ("gen-liar", "0%", "Mars has three moons.")]
 
 

@@ -277,7 +277,8 @@ def test_every_field_of_a_human_readable_answer_is_quoted(capsys):
     bad = hostile_text()
     agent = types.SimpleNamespace(agent_id="gen-x", role=Role.GENERATOR, status=CallStatus.MALFORMED, latency_ms=3.0,
                                   mode=bad, error=bad)
-    candidate = types.SimpleNamespace(agent_id="gen-x", support_rate=0.5, generation=types.SimpleNamespace(answer=bad))
+    candidate = types.SimpleNamespace(agent_id="gen-x", support_rate=0.5, generation=types.SimpleNamespace(answer=bad),
+                                      relevance=None, off_topic=False)
     answer = types.SimpleNamespace(
         question=bad, verdict=Verdict.ABSTAINED, reason=bad, tier_reason=bad, tier=RiskTier.LOW, answer="",
         citations=(types.SimpleNamespace(chunk_id=bad, source=bad, text=bad),), candidates=(candidate,),

@@ -1,0 +1,71 @@
+"""The meaning verifier's training pairs (bench/train/meaning_data.py): split by source, never from what is
+evaluated, and each negative really differs from what its premise says."""
+from __future__ import annotations
+
+import json
+import random
+
+from bench.train.meaning_data import (ANSWERS, DEV, ENTAILS, TRAIN, _sentence_pairs, corpus_pairs, demo_documents,
+                                      musique_pairs, question_kind, split_of)
+
+
+def record(i: int) -> dict:
+    """A MuSiQue-shaped record (two hops, three paragraphs), written here: the suite reads no shared data."""
+    return {"id": f"2hop__{i}", "question": "Who founded the observatory where Pluto was discovered?",
+            "answer": "Percival Lowell", "question_decomposition": [
+                {"question": "Where was Pluto discovered?", "answer": "Lowell Observatory", "paragraph_support_idx": 0},
+                {"question": "Who founded #1 ?", "answer": "Percival Lowell", "paragraph_support_idx": 1}],
+            "paragraphs": [
+                {"idx": 0, "text": "Pluto was discovered in 1930 by Clyde Tombaugh at Lowell Observatory in Flagstaff. "
+                                   "It was the first object found in the Kuiper belt, long before any other."},
+                {"idx": 1, "text": "Lowell Observatory was founded by Percival Lowell in 1894 on Mars Hill. "
+                                   "The observatory later built the Discovery Channel Telescope near Happy Jack."},
+                {"idx": 2, "text": "The Rose Bowl is a stadium in Pasadena, California, opened in 1922 by the city."}]}
+
+
+def test_musique_pairs_keep_each_record_in_one_split_and_resolve_the_hops(tmp_path):
+    path = tmp_path / "musique.jsonl"
+    path.write_text("\n".join(json.dumps(record(i)) for i in range(40)))
+    pairs = musique_pairs(path)
+    by_record = {}
+    for i in range(40):
+        by_record[f"2hop__{i}"] = split_of(f"musique:2hop__{i}")
+    assert set(by_record.values()) == {TRAIN, DEV}          # both splits are used, each record whole
+    answers = {(p.first, p.second, p.label) for p in pairs if p.task == ANSWERS}
+    assert ("Who founded Lowell Observatory ?", "Percival Lowell", 1) in answers      # "#1" became the hop's answer
+    assert any(label == 0 and "Rose Bowl" in second for _, second, label in answers)   # a near miss, not the answer
+    qa = [p for p in pairs if p.origin == "musique-qa-entailed"]
+    assert qa and all(p.second.endswith("Lowell Observatory.") or p.second.endswith("Percival Lowell.") for p in qa)
+
+
+def test_no_document_a_demo_question_is_asked_of_is_trained_on():
+    demo = demo_documents()
+    assert "mars-moons" in demo
+    from bench.train.meaning_data import CORPUS, _front_matter_body
+    demo_sentences = {s for name in demo if (CORPUS / f"{name}.md").exists()
+                      for s in _front_matter_body((CORPUS / f"{name}.md").read_text()).split(". ")}
+    premises = {p.first for p in corpus_pairs()}
+    assert not any(sentence and sentence in premise for premise in premises for sentence in demo_sentences
+                   if len(sentence) > 60)
+
+
+def test_each_negative_of_a_sentence_differs_from_it_and_each_copy_is_entailed():
+    passage = ("Pluto was discovered in 1930 by Clyde Tombaugh at the Lowell Observatory in Flagstaff. "
+               "The observatory was founded by Percival Lowell in 1894, after he left Boston.")
+    pairs = _sentence_pairs(passage, ["The Rose Bowl is a stadium in Pasadena, California, opened in 1922."],
+                            TRAIN, "t", random.Random(0))
+    kinds = {p.origin for p in pairs}
+    assert {"t-copy", "t-role-swap", "t-foreign-name", "t-number", "t-splice", "t-neighbour"} <= kinds
+    for p in pairs:
+        assert p.task == ENTAILS
+        if p.label == 0:
+            assert p.second not in p.first, p
+        elif p.origin == "t-copy":
+            assert p.second == p.first
+
+
+def test_question_kinds_tell_a_date_from_a_person_from_a_count():
+    assert question_kind("When was Pluto discovered?") == "time"
+    assert question_kind("Who discovered Pluto?") == "person"
+    assert question_kind("How many moons does Mars have?") == "count"
+    assert question_kind("Which observatory?") == "other"
