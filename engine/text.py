@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from typing import Sequence
 
 STOPWORDS = frozenset("""
 a an the and or but if of to in on at by for with from as is are was were be been being it its this that
@@ -108,6 +109,20 @@ def jaccard(a: set[str], b: set[str]) -> float:
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)
+
+
+def closest_sentences(claim: str, passages: Sequence[str], limit: int = 1) -> str:
+    """The `limit` sentences of the passages that share the most content words with the claim (Jaccard; the
+    earlier one among equals), joined in passage order; "" when none shares a word with it."""
+    wanted = set(content_words(claim))
+    scored = []
+    for p, passage in enumerate(passages):
+        for s, sentence in enumerate(sentences(passage)):
+            got = set(content_words(sentence))
+            if wanted & got:
+                scored.append((jaccard(wanted, got), p, s, sentence))
+    best = sorted(scored, key=lambda item: -item[0])[:limit]
+    return " ".join(sentence for _, _, _, sentence in sorted(best, key=lambda item: (item[1], item[2])))
 
 
 def overlap(a: set[str], b: set[str]) -> float:

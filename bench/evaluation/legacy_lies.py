@@ -11,7 +11,7 @@ from engine.text import content_words
 from engine.types import Chunk, FaultKind, FaultProfile, Generation
 from engine.verify.sentences import rank_sentences
 
-from .lie_text import text_key
+from .textmatch import text_key
 from .lies import Lie, LieKind
 
 

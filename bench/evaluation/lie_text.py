@@ -23,11 +23,6 @@ class RankedSentence:
     score: float
 
 
-def text_key(text: str) -> str:
-    """A text with its whitespace made one: two copies of a sentence compare equal."""
-    return " ".join(text.split())
-
-
 def ranked_sentences(question: str, context: Sequence[Chunk]) -> list[RankedSentence]:
     """Every sentence of the context, most question-like first: the share of the question's content words it
     holds, earlier passages first among equals."""

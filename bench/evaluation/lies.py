@@ -27,8 +27,8 @@ from typing import Sequence
 
 from engine.text import STOPWORDS, content_words, sentences
 from engine.types import Chunk, Claim, Generation
-from .lie_text import proper_names, ranked_sentences, text_key
-from .textmatch import contains_answer, normalize_tokens
+from .lie_text import proper_names, ranked_sentences
+from .textmatch import contains_answer, normalize_tokens, text_key
 
 
 class LieKind(str, enum.Enum):

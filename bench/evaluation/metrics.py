@@ -19,7 +19,7 @@ import numpy as np
 from engine.agents.extractive import ExtractiveGenerator
 from engine.types import Chunk
 from .splits import split_of
-from .textmatch import contains_answer
+from .textmatch import contains_answer, text_key
 
 RATE_DIGITS, MS_DIGITS = 4, 2
 METRICS = ("context_asr", "poison_share", "answer_asr", "answer_accuracy", "clean_recall_at_k", "anomaly_fpr",
@@ -57,10 +57,6 @@ def kept_out_reason(flags: Sequence[str], note: str, *, in_context: bool, contex
     if note.startswith("below quorum") and from_suspect:
         return note + "; returned by a suspect"
     return FULL_CONTEXT
-
-
-def text_key(text: str) -> str:
-    return " ".join(text.split())
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,12 @@ import re
 import unicodedata
 
 ARTICLES = frozenset({"a", "an", "the"})
+
+
+def text_key(text: str) -> str:
+    """A text with its runs of whitespace made one space: two copies of a sentence compare equal."""
+    return " ".join(text.split())
+
 _APOSTROPHE = re.compile(r"['’`]")
 _NUMBER_SEPARATOR = re.compile(r"(?<=\d)[,.](?=\d)")
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")

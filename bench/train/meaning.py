@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from engine.verify.meaning import ANSWERS, ENTAILS, FROZEN, save_artifact, sha256_of
+from engine.verify.meaning import (ANSWERS, ENTAILS, FROZEN, encode, positive_probabilities, save_artifact,
+                                   sha256_of)
 
 from .meaning_data import DEV, TRAIN, Pair, all_pairs, counts
 
@@ -97,9 +98,7 @@ def score_pairs(model, tokenizer, pairs: Sequence[Pair], max_length: int, batch_
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             firsts, seconds = zip(*(pairs[i].texts() for i in chunk))
-            batch = tokenizer(list(firsts), list(seconds), padding=True, truncation="longest_first",
-                              max_length=max_length, return_tensors="pt")
-            probabilities = torch.softmax(model(**batch).logits.float(), dim=-1)[:, 1]
+            probabilities = positive_probabilities(model, encode(tokenizer, firsts, seconds, max_length))
             by_index.update(zip(chunk, (float(p) for p in probabilities)))
     return [by_index[i] for i in range(len(pairs))]
 
@@ -144,8 +143,7 @@ def train(snli_sdist: Path, out: Path, options: TrainOptions = TrainOptions(),
         losses: list[float] = []
         for chunk in chunks:
             firsts, seconds = zip(*(p.texts() for p in chunk))
-            batch = tokenizer(list(firsts), list(seconds), padding=True, truncation="longest_first",
-                              max_length=options.max_length, return_tensors="pt")
+            batch = encode(tokenizer, firsts, seconds, options.max_length)
             loss = model(**batch, labels=torch.tensor([p.label for p in chunk])).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(trainable, 1.0)

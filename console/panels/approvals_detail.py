@@ -60,7 +60,7 @@ def claim_html(claim: ClaimSummary) -> str:
     if claim.evidence:
         lines.append(f"{muted('evidence:')} “{html_text(claim.evidence[:EXCERPT])}”")
     if claim.entailment is not None:
-        tone = "good" if claim.entailment >= 0.5 else "bad"
+        tone = "good" if claim.supported else "bad"     # the verdict's reading, not a threshold of the console's
         lines.append(f"{muted('meaning:')} {toned(tone, f'entailed P = {claim.entailment:.2f}')}"
                      + (f" {muted('read against')} “{html_text(claim.premise[:EXCERPT])}”" if claim.premise else ""))
     if claim.reason and claim.reason != claim_label_text(claim):

@@ -6,7 +6,7 @@ Each claim is read against the one or two sentences of its cited passages that s
 question ("What are the two moons of Mars? Phobos and Deimos"). A claim the words supported but the meaning
 does not is no longer supported; a claim the words could not place (a paraphrase, an LLM's short answer) is
 supported when its evidence entails it with at least `lift` confidence, and never when a check refuted it.
-All of a question's pairs go to the model as one batch, off the event loop."""
+A question's pairs go to the model in one batch per task, off the event loop."""
 from __future__ import annotations
 
 import asyncio
@@ -14,10 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Protocol, Sequence
 
 from ..settings.meaning import MeaningSettings
-from ..text import content_words, jaccard, sentences
+from ..text import closest_sentences, sentences
 from ..types import CheckReason, ClaimCheck, ClaimLabel
-
-ENTAILS, ANSWERS = "entails", "answers"
+from ..verify.meaning import ANSWERS, ENTAILS
 SHORT_CLAIM_WORDS = 5        # fewer words than this: read as the answer to the question, not as a statement
 PREMISE_SENTENCES = 2
 
@@ -35,19 +34,6 @@ class MeaningRead:
     checks: Mapping[str, tuple[ClaimCheck, ...]]    # each generator's claim checks, entailment read
     relevance: Mapping[str, float]                  # each generator's answer: P(it answers the question)
     answers_threshold: float
-
-
-def aligned_evidence(claim: str, passages: Sequence[str], limit: int = PREMISE_SENTENCES) -> str:
-    """The sentences of the passages that share the most content words with the claim, in passage order."""
-    wanted = set(content_words(claim))
-    scored = []
-    for p, passage in enumerate(passages):
-        for s, sentence in enumerate(sentences(passage)):
-            got = set(content_words(sentence))
-            if wanted & got:
-                scored.append((jaccard(wanted, got), p, s, sentence))
-    best = sorted(scored, key=lambda item: -item[0])[:limit]
-    return " ".join(sentence for _, _, _, sentence in sorted(best, key=lambda item: (item[1], item[2])))
 
 
 def hypothesis(question: str, claim: str) -> str:
@@ -77,7 +63,7 @@ async def read_meaning(question: str, answers: Mapping[str, str], checks: Mappin
             if check.reason_kind is not CheckReason.JUDGED or check.label is ClaimLabel.REFUTED:
                 continue          # nothing to read against, or already refuted
             cited = [passages[c] for c in check.claim.citations if c in passages]
-            premise = aligned_evidence(check.claim.text, cited)
+            premise = closest_sentences(check.claim.text, cited, PREMISE_SENTENCES)
             if not premise:
                 continue
             pair = (premise, hypothesis(question, check.claim.text))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..reputation.answer_evidence import LOCAL_VERIFIER, DecidedAnswer
-from ..text import content_words, jaccard, sentences
+from ..text import closest_sentences
 from ..types import ChallengeOutcome
 
 Payload = Mapping[str, Any]
@@ -158,15 +158,7 @@ def passages_by_id(payload: Payload) -> dict[str, str]:
 def evidence_sentence(claim: str, cited: list[str]) -> str:
     """The sentence of the cited passages closest to the claim by shared content words (Jaccard), "" if
     none shares a word with it."""
-    wanted = set(content_words(claim))
-    best, best_score = "", 0.0
-    for passage in cited:
-        for sentence in sentences(passage):
-            words = set(content_words(sentence))
-            score = jaccard(wanted, words) if wanted & words else 0.0
-            if score > best_score:
-                best, best_score = sentence, score
-    return best
+    return closest_sentences(claim, cited)
 
 
 def candidates_from_payload(payload: Payload) -> tuple[CandidateSummary, ...]:

@@ -34,6 +34,19 @@ def model_input(task: str, first: str, second: str) -> tuple[str, str]:
     return LEADS[task] + first, second
 
 
+def encode(tokenizer, firsts: Sequence[str], seconds: Sequence[str], max_length: int):
+    """The batch the cross-encoder reads: both texts of each pair, padded, the longer one cut first. Training,
+    its dev scoring and the product all read pairs through this, so the recorded check scores reproduce."""
+    return tokenizer(list(firsts), list(seconds), padding=True, truncation="longest_first", max_length=max_length,
+                     return_tensors="pt")
+
+
+def positive_probabilities(model, batch):
+    """P(label 1: entailed, or answers) of each pair of an encoded batch (a torch tensor)."""
+    import torch
+    return torch.softmax(model(**batch).logits.float(), dim=-1)[:, 1]
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -162,9 +175,8 @@ class MeaningModel:
         torch.set_num_threads(self.threads)
         try:
             with torch.inference_mode():
-                batch = self.tokenizer(list(firsts), list(seconds), padding=True, truncation="longest_first",
-                                       max_length=self.manifest.max_length, return_tensors="pt")
-                probabilities = torch.softmax(self.model(**batch).logits.float(), dim=-1)[:, 1]
+                probabilities = positive_probabilities(
+                    self.model, encode(self.tokenizer, firsts, seconds, self.manifest.max_length))
         finally:
             torch.set_num_threads(previous)
         return [round(float(p), 4) for p in probabilities]

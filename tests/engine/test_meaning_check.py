@@ -5,10 +5,11 @@ import pytest
 
 from engine.config import GenerationSettings
 from engine.generation.adjudicate import adjudicate
-from engine.generation.meaning_check import aligned_evidence, hypothesis, read_meaning
+from engine.generation.meaning_check import hypothesis, read_meaning
 from engine.reputation.answer_evidence import observations
 from engine.reputation.evidence import EvidenceReason
 from engine.settings.meaning import MeaningSettings
+from engine.text import closest_sentences
 from engine.types import CheckReason, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
 from engine.verify.verifier import EvidenceVerifier
 
@@ -46,9 +47,9 @@ def gen(answer, *citations):
 
 def test_the_aligned_evidence_is_the_cited_sentences_sharing_most_words_in_passage_order():
     passage = CONTEXT[0].chunk.text
-    assert aligned_evidence("Asaph Hall discovered them in 1877.", [passage], limit=1) == FOUND
-    assert aligned_evidence("Phobos and Deimos orbit Mars closely.", [passage]) == f"{MOONS} {OTHER}"
-    assert aligned_evidence("Nothing shared here", [passage]) == ""
+    assert closest_sentences("Asaph Hall discovered them in 1877.", [passage], limit=1) == FOUND
+    assert closest_sentences("Phobos and Deimos orbit Mars closely.", [passage], limit=2) == f"{MOONS} {OTHER}"
+    assert closest_sentences("Nothing shared here", [passage], limit=2) == ""
 
 
 def test_a_fragment_is_read_as_the_answer_to_the_question_and_a_statement_as_itself():
