@@ -33,7 +33,7 @@ class TrainOptions:
     batch_size: int = 32
     max_length: int = 128
     learning_rate: float = 6e-5
-    answers_repeat: int = 4        # the answers task has few pairs: each is seen this many times an epoch
+    answers_repeat: int = 2        # the answers task has fewer pairs: each is seen this many times an epoch
     max_false_accept: float = 0.03
     seed: int = 0
     threads: int = 2

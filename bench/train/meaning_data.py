@@ -11,11 +11,17 @@ Sources (none is an evaluation split of this project):
 - the MuSiQue train sample in ../shared/data (CC BY 4.0): its single-hop sub-questions, their answers and
   supporting paragraphs, for both tasks; records are split into train and dev by a hash of their id;
 - the project's corpus (resources/corpus), except every document a demo question is asked of: its
-  sentences for the entails task; documents split by a hash of their name.
+  sentences for the entails task, and questions made from them for the answers task (the subject, a year, a
+  count or a name of a sentence asked for: "Venus is the hottest planet" gives "Which one is the hottest
+  planet?"); documents split by a hash of their name.
 
 The negatives are what a careful liar would hand in: another sentence of the same passage (true, on topic,
 not what was asked), two names of one sentence exchanged, a name taken from another passage, a splice of
-two sentences, an answer of another kind. They are written here from the texts alone, with no part of the
+two sentences, an answer of another kind, the answering sentence with its answer taken out. The answers task's
+positives include false answers of the right kind, and no negative shares more of the question's words than
+the sentence that answers: "shares the question's words" must not come to mean "does not answer". The entails
+task's positives include a sentence said another way (words, a bracket as an apposition, a leading time
+phrase moved, a passive said active) as often as its negatives change it. They are written here from the texts alone, with no part of the
 engine's checks."""
 from __future__ import annotations
 
@@ -119,6 +125,30 @@ def question_kind(question: str) -> str:
     return next((kind for lead, kind in _KINDS if lead in low), "other")
 
 
+# What stands in an answer's place when a sentence is made not to state it (the answers task's hardest negative:
+# every other word of the answering sentence is still there).
+# Several of each, so that no one filler word comes to mean "not an answer".
+FILLERS = {"time": ("at one time", "once", "at some point", "back then"),
+           "count": ("several", "a number of", "some", "many"),
+           "person": ("someone", "a person", "an individual", "one of them"),
+           "place": ("somewhere", "a place", "a location", "there"),
+           "other": ("something", "one", "a thing", "it")}
+FILLERS.update(year=FILLERS["time"], number=FILLERS["count"], name=FILLERS["other"])
+
+
+def _replace_once(text: str, old: str, new: str) -> str:
+    at = text.lower().find(old.lower())
+    return text if at < 0 else text[:at] + new + text[at + len(old):]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def _shared(question: str, sentence: str) -> int:
+    return len(_words(question) & _words(sentence))
+
+
 def _resolved(question: str, answers: Sequence[str]) -> str:
     """A sub-question with '#1' style references replaced by the earlier hops' answers."""
     return re.sub(r"#(\d)", lambda m: answers[int(m.group(1)) - 1] if int(m.group(1)) <= len(answers) else m.group(0),
@@ -148,11 +178,19 @@ def musique_pairs(path: Path = MUSIQUE, seed: int = 0) -> list[Pair]:
         holding = [s for s in said if answer.lower() in s.lower()]
         rest = [s for s in said if answer.lower() not in s.lower()]
         kind = question_kind(question)
-        # answers: the answer and the sentence that states it answer; a true sentence that does not state it,
-        # or an answer of another kind, does not.
+        # answers: the answer and the sentence that states it answer, and so does that sentence with another
+        # answer of the same kind in its place (false, but an answer: truth is the entails task's); a true
+        # sentence that does not state it, the sentence with its answer taken out, or an answer of another
+        # kind does not.
         out.append(Pair(ANSWERS, question, answer, 1, "musique-answer", split))
+        same_kind = [a for k, a in all_answers if k == kind and kind != "other" and a.lower() != answer.lower()]
         for s in holding[:2]:
             out.append(Pair(ANSWERS, question, s, 1, "musique-answer-sentence", split))
+            if same_kind:
+                out.append(Pair(ANSWERS, question, _replace_once(s, answer, rng.choice(same_kind)), 1,
+                                "musique-false-but-answers", split))
+            out.append(Pair(ANSWERS, question, _replace_once(s, answer, rng.choice(FILLERS[kind])), 0, "musique-answer-removed",
+                            split))
         for s in rest[:3]:
             out.append(Pair(ANSWERS, question, s, 0, "musique-true-irrelevant", split))
         other_kind = [a for k, a in all_answers if k != kind and kind != "other" and k != "other"]
@@ -162,10 +200,12 @@ def musique_pairs(path: Path = MUSIQUE, seed: int = 0) -> list[Pair]:
             stray = [s for s in sentences(rng.choice(others)) if answer.lower() not in s.lower()]
             if stray:
                 out.append(Pair(ANSWERS, question, rng.choice(stray), 0, "musique-other-passage", split))
-            # The most question-like sentences of the other passages: on topic, true, not the answer.
-            asked = set(re.findall(r"\w+", question.lower()))
-            near = sorted((s for text in others for s in sentences(text) if answer.lower() not in s.lower()),
-                          key=lambda s: -len(asked & set(re.findall(r"\w+", s.lower()))))
+            # The most question-like sentences of the other passages (on topic, true, not the answer), but none
+            # closer to the question's words than the sentence that answers: otherwise "shares the question's
+            # words" would read as "does not answer", and every honest answer that restates its question with it.
+            ceiling = max((_shared(question, s) for s in holding), default=0)
+            near = sorted((s for text in others for s in sentences(text) if answer.lower() not in s.lower()
+                           and _shared(question, s) <= ceiling), key=lambda s: -_shared(question, s))
             for s in near[:2]:
                 out.append(Pair(ANSWERS, question, s, 0, "musique-near-miss", split))
         # entails, with the question: "Q? A." is entailed by the sentence that states the answer, and not by
@@ -232,6 +272,13 @@ def _sentence_pairs(passage: str, elsewhere: Sequence[str], split: str, source: 
         unbracketed = re.sub(r"\s*\([^()]*\)", "", s)
         if unbracketed != s and len(unbracketed.split()) >= 5:
             out.append(Pair(ENTAILS, s, unbracketed, 1, f"{source}-unbracketed", split))
+        for other_form, origin in ((_appositive(s), "appositive"), (_time_moved(s), "time-moved"),
+                                   (_active(s), "active")):
+            if other_form:
+                out.append(Pair(ENTAILS, s, other_form, 1, f"{source}-{origin}", split))
+        voice_dropped = _voice_dropped(s)
+        if voice_dropped:
+            out.append(Pair(ENTAILS, s, voice_dropped, 0, f"{source}-voice-swap", split))
         plainer = re.sub(r"\b(?!only\b|not\b|nearly\b|early\b)\w+ly\s+", "", s, count=1)
         if plainer != s and len(plainer.split()) >= 5:
             out.append(Pair(ENTAILS, s, plainer, 1, f"{source}-plainer", split))
@@ -267,6 +314,49 @@ def _sentence_pairs(passage: str, elsewhere: Sequence[str], split: str, source: 
     return out
 
 
+_BRACKET = re.compile(r"\s*\(([^()]{3,60})\)")
+_LEADING_TIME = re.compile(r"^(In|On|By|During|After|Before|Since) ([^,]{3,30}), (\w)(.*?)\.?$")
+# The agent ends the clause or a prepositional phrase follows it: "by X and Y" or "by X, who ..." is left alone.
+_PASSIVE = re.compile(r"^(The [a-z]+ |)([A-Z][\w\-]*(?: [A-Z][\w\-]*)*) was ([a-z]+ed) by ([A-Z][\w\-]*(?: [A-Z][\w\-]*)*)"
+                      r"((?: (?:in|on|at|from|for|during|after|before) (?:(?! and )[^,;.])*)?)$")
+
+
+def _appositive(s: str) -> str:
+    """ "X (Y) did Z" said "X, Y, did Z": the same statement."""
+    match = _BRACKET.search(s)
+    if not match or match.end() >= len(s) - 1 or not match.group(1)[0].isalnum() or not s[match.end()] == " ":
+        return ""
+    return s[:match.start()] + ", " + match.group(1) + "," + s[match.end():]
+
+
+def _time_moved(s: str) -> str:
+    """ "In 1990, X did Y." said "X did Y in 1990." """
+    match = _LEADING_TIME.match(s)
+    if not match:
+        return ""
+    lead, when, first, rest = match.groups()
+    return f"{first.upper()}{rest} {lead.lower()} {when}."
+
+
+def _active(s: str) -> str:
+    """ "X was discovered by Y ..." said "Y discovered X ..." (regular verbs: the participle is the past)."""
+    match = _PASSIVE.match(s.rstrip("."))
+    if not match:
+        return ""
+    article, patient, verb, agent, rest = match.groups()
+    patient = "it" if patient == "It" else patient
+    return f"{agent} {verb} {article.lower()}{patient}{rest}."
+
+
+def _voice_dropped(s: str) -> str:
+    """ "X was discovered by Y" turned "X discovered Y": the roles exchanged, every word but two kept."""
+    match = _PASSIVE.match(s.rstrip("."))
+    if not match:
+        return ""
+    article, patient, verb, agent, rest = match.groups()
+    return f"{article}{patient} {verb} {agent}{rest}."
+
+
 def _splices(s: str, other: str, split: str, source: str) -> list[Pair]:
     """The start of one sentence joined to the end of another, read against both: at a comma where both have
     one (a well-formed sentence that neither states), else at the middle word."""
@@ -279,6 +369,147 @@ def _splices(s: str, other: str, split: str, source: str) -> list[Pair]:
     if len(words) >= 8 and len(other_words) >= 8:
         splice = " ".join(words[:len(words) // 2] + other_words[len(other_words) // 2:]) + "."
         out.append(Pair(ENTAILS, f"{s} {other}", splice, 0, f"{source}-splice", split))
+    return out
+
+
+# ---- questions made from the corpus's own sentences (the answers task) ------------------------------------
+
+_YEAR = re.compile(r"\b(?:(in|In) )?((?:1[0-9]|20)[0-9]{2})\b")
+_COUNT = re.compile(r"\b(\d[\d,]*(?:\.\d+)?|two|three|four|five|six|seven|eight|nine|ten|twelve|dozens|hundreds|"
+                    r"thousands)\b(?=\s+[a-z])")
+
+
+_AUX = re.compile(r"^((?:The |A |An )?[A-Z][\w\-']*(?: [A-Z][\w\-']*)*) (is|was|are|were|has|have) (.+)$")
+# A name that starts the sentence and is followed by its verb ("Venus is", "Galileo discovered").
+_SUBJECT = re.compile(r"^((?:The )?[A-Z][\w\-]*(?: (?:of |de |the )?[A-Z][\w\-]*)*) "
+                      r"(?=(?:is|was|are|were|has|have|had|became|remains|[a-z]+ed|[a-z]+[^s]s)\b)")
+_NOT_NAMES = {"The", "In", "It", "Its", "This", "That", "These", "Those", "A", "An", "His", "Her", "Their", "Some",
+              "Many", "Most", "Each", "Every", "One", "Both", "All", "After", "Before", "When", "While", "Because",
+              "Although", "There", "Here", "He", "She", "They", "We", "Such", "Other", "Another", "Later", "Today"}
+
+
+def _asked(question: str) -> str:
+    """The clause of a question that holds its wh-word, the rest cut at commas: questions are short."""
+    parts = [p for p in re.split(r",\s+", question.rstrip("?. ")) if p]
+    hold = next((p for p in parts if re.search(r"\b(?:what|which|who|how many|when)\b", p, re.IGNORECASE)), parts[0])
+    if len(hold.split()) < 4:
+        return ""          # a list item ("Ganymede and what?") is no question
+    return (hold[0].upper() + hold[1:]).rstrip(" ,;:") + "?"
+
+
+def _fronted(body: str, start: int, end: int, wh: str) -> str:
+    """ "Uranus was discovered by Herschel in 1781", the year asked, as "In what year was Uranus discovered by
+    Herschel?"; "" when the sentence has no subject-auxiliary start to invert."""
+    match = _AUX.match(body)
+    first_clause = body.find(",") if "," in body else len(body)
+    if not match or start < match.start(3) or end > first_clause:
+        return ""          # no auxiliary to invert, or the span lies in another clause
+    subject, aux, rest = match.groups()
+    offset = match.start(3)
+    rest = (rest[:start - offset] + rest[end - offset:]).replace("  ", " ").strip()
+    subject = subject if not subject.startswith(("The ", "A ", "An ")) else subject[0].lower() + subject[1:]
+    if aux in ("has", "have"):
+        return _asked(f"{wh} does {subject} have {rest}")
+    return _asked(f"{wh} {aux} {subject} {rest}")
+
+
+def cloze_questions(sentence: str, rng: random.Random) -> list[tuple[str, str, str, str]]:
+    """(question, the span it asks for, its kind, the sentence with the span taken out) for the subject, each
+    year, count and name of a sentence: asked the way people ask where the sentence allows it ("Venus is the
+    hottest planet" asked "What is the hottest planet?", "Jupiter has four large moons" asked "How many large
+    moons does Jupiter have?"), else in place ("... in what year?")."""
+    body = sentence.rstrip(".!? ")
+    out = []
+    subject = _SUBJECT.match(body)
+    if subject and subject.group(1).split()[0] not in _NOT_NAMES:
+        name = subject.group(1)
+        out.append((_asked(rng.choice(("What", "Which one", "Who")) + body[len(name):]), name, "name",
+                    rng.choice(("It", "One of them", "Something")) + body[len(name):] + "."))
+    for match in _YEAR.finditer(body):
+        year, lead = match.group(2), match.group(1)
+        if lead:
+            asked, removed = "in what year", rng.choice(FILLERS["year"])
+        else:
+            asked, removed = "what year", "that year"
+        start, end = match.span()
+        question = _fronted(body, start, end, "In what year" if lead else "When") or _asked(
+            body[:start] + asked + body[end:])
+        out.append((question, year, "year", body[:start] + removed + body[end:] + "."))
+    for match in _COUNT.finditer(body):
+        if _YEAR.fullmatch(match.group(1)):
+            continue
+        start, end = match.span(1)
+        noun = re.match(r"\s+((?:[a-z]+ ){0,2}[a-z]+s)\b", body[end:])
+        fronted = ""
+        if noun:
+            fronted = _fronted(body, start, end + noun.end(), f"How many {noun.group(1)}")
+        out.append((fronted or _asked(body[:start] + "how many" + body[end:]), match.group(1), "number",
+                    body[:start] + rng.choice(FILLERS["number"]) + body[end:] + "."))
+    for name in names(body):
+        at = body.find(name)
+        if at < 0 or body[at + len(name):].startswith("'"):
+            continue
+        # Fronted only as a passive's agent ("Who was Uranus discovered by?" needs no more than the inversion).
+        question = (_fronted(body, at - 3, at + len(name), "Who") if body[:at].endswith(" by ") else "") or _asked(
+            body[:at] + "what" + body[at + len(name):])
+        out.append((question, name, "name", body[:at] + rng.choice(FILLERS["name"]) + body[at + len(name):] + "."))
+    return out
+
+
+def _same_kind(kind: str, span: str, names_elsewhere: Sequence[str], rng: random.Random) -> str:
+    """Another answer of the same kind: a false answer is still an answer."""
+    if kind == "year":
+        return str(int(span) + rng.choice((-30, -12, -5, 3, 9, 21)))
+    if kind == "number":
+        return rng.choice(("three", "seven", "12", "40", "250", "1,500"))
+    choices = [n for n in names_elsewhere if n.lower() not in span.lower() and span.lower() not in n.lower()]
+    return rng.choice(choices) if choices else ""
+
+
+def _other_kind(kind: str, names_elsewhere: Sequence[str], rng: random.Random) -> str:
+    if kind == "name":
+        return rng.choice(("in 1987", "about 40", "three times", "every year"))
+    return rng.choice(names_elsewhere) if names_elsewhere else ""
+
+
+def _cloze_pairs(passage: str, elsewhere: Sequence[str], split: str, rng: random.Random,
+                 per_passage: int = 5) -> list[Pair]:
+    """Answers-task pairs from one passage: its sentence answers a question asked of it, and so does that
+    sentence with another answer of the same kind (false, but an answer) or the answer alone; the sentence with
+    the answer taken out, the passage's sentence closest to the question that lacks it, a sentence of another
+    passage and an answer of another kind do not."""
+    out: list[Pair] = []
+    said = [s for s in sentences(passage) if len(s.split()) >= 7]
+    foreign = [n for text in elsewhere for n in names(text)]
+    asked = []
+    for s in said:
+        questions = [q for q in cloze_questions(s, rng) if q[0]]
+        if questions:
+            # The subject question ("What is the hottest planet?", listed first) for half the sentences: it is
+            # the way most questions are asked, and the rarest of the kinds the text yields.
+            asked.append((s, questions[0] if rng.random() < 0.5 else rng.choice(questions)))
+    rng.shuffle(asked)
+    seen: set[str] = set()
+    for s, (question, span, kind, removed) in asked:
+        if s in seen or len(seen) >= per_passage:
+            continue
+        seen.add(s)
+        out.append(Pair(ANSWERS, question, s, 1, "cloze-answer-sentence", split))
+        out.append(Pair(ANSWERS, question, span, 1, "cloze-answer", split))
+        other = _same_kind(kind, span, foreign, rng)
+        if other:
+            out.append(Pair(ANSWERS, question, _replace_once(s, span, other), 1, "cloze-false-but-answers", split))
+        out.append(Pair(ANSWERS, question, removed, 0, "cloze-answer-removed", split))
+        near = sorted((t for t in sentences(passage) if t != s and span.lower() not in t.lower()),
+                      key=lambda t: -_shared(question, t))
+        if near:
+            out.append(Pair(ANSWERS, question, near[0], 0, "cloze-near-miss", split))
+        stray = [t for text in elsewhere for t in sentences(text) if span.lower() not in t.lower()]
+        if stray:
+            out.append(Pair(ANSWERS, question, rng.choice(stray), 0, "cloze-other-passage", split))
+        wrong_kind = _other_kind(kind, foreign, rng)
+        if wrong_kind:
+            out.append(Pair(ANSWERS, question, wrong_kind, 0, "cloze-other-kind", split))
     return out
 
 
@@ -308,7 +539,10 @@ def corpus_pairs(corpus: Path = CORPUS, seed: int = 0) -> list[Pair]:
     out: list[Pair] = []
     for name, body in docs.items():
         elsewhere = rng.sample(texts, min(3, len(texts)))
-        out += _sentence_pairs(body, [t for t in elsewhere if t is not body], split_of("corpus:" + name), "corpus", rng)
+        others = [t for t in elsewhere if t is not body]
+        split = split_of("corpus:" + name)
+        out += _sentence_pairs(body, others, split, "corpus", rng)
+        out += _cloze_pairs(body, others, split, rng)
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+from bench.train import meaning_data as md
 from bench.train.meaning_data import (ANSWERS, DEV, ENTAILS, TRAIN, _sentence_pairs, corpus_pairs, demo_documents,
                                       musique_pairs, question_kind, split_of)
 
@@ -69,3 +70,44 @@ def test_question_kinds_tell_a_date_from_a_person_from_a_count():
     assert question_kind("Who discovered Pluto?") == "person"
     assert question_kind("How many moons does Mars have?") == "count"
     assert question_kind("Which observatory?") == "other"
+
+
+
+def test_questions_made_from_a_sentence_ask_for_its_subject_year_and_count_the_way_people_ask():
+    pluto = "Pluto was discovered in 1930 by Clyde Tombaugh at Lowell Observatory."
+    by_span = {span: (q, k) for q, span, k, _ in md.cloze_questions(pluto, random.Random(0))}
+    assert by_span["1930"] == ("In what year was Pluto discovered by Clyde Tombaugh at Lowell Observatory?", "year")
+    assert by_span["Pluto"][0].endswith(" was discovered in 1930 by Clyde Tombaugh at Lowell Observatory?")
+    jupiter = "Jupiter has four large moons, called the Galilean moons."
+    asked = {span: (q, removed) for q, span, _, removed in md.cloze_questions(jupiter, random.Random(0))}
+    assert asked["four"][0] == "How many large moons does Jupiter have?"
+    # The sentence with its answer taken out keeps every other word: the hardest negative of the answers task.
+    assert "four" not in asked["four"][1] and asked["four"][1].startswith("Jupiter has ")
+
+
+def test_no_answers_negative_shares_more_question_words_than_the_sentence_that_answers(tmp_path):
+    path = tmp_path / "musique.jsonl"
+    path.write_text("\n".join(json.dumps(record(i)) for i in range(6)), encoding="utf-8")
+    pairs = [p for p in md.musique_pairs(path) if p.task == ANSWERS]
+    answering = {}
+    for p in pairs:
+        if p.origin == "musique-answer-sentence":
+            answering[p.first] = max(answering.get(p.first, 0), md._shared(p.first, p.second))
+    near = [p for p in pairs if p.origin == "musique-near-miss"]
+    assert answering and all(md._shared(p.first, p.second) <= answering[p.first] for p in near)
+    labels = {p.origin: p.label for p in pairs}
+    assert labels["musique-answer-removed"] == 0 and labels["musique-answer-sentence"] == 1
+    removed = [p for p in pairs if p.origin == "musique-answer-removed"]
+    assert all("Lowell Observatory" not in p.second for p in removed if p.first == "Where was Pluto discovered?")
+
+
+def test_a_sentence_said_another_way_is_entailed_and_its_roles_exchanged_are_not():
+    s = "Enceladus was discovered by William Herschel in 1789."
+    assert md._active(s) == "William Herschel discovered Enceladus in 1789."
+    assert md._voice_dropped(s) == "Enceladus discovered William Herschel in 1789."
+    assert md._time_moved("In 1995, the Rank Group acquired the shares.") == "The Rank Group acquired the shares in 1995."
+    assert md._appositive("Io (the innermost moon) is volcanic.") == "Io, the innermost moon, is volcanic."
+    # A passive whose agent is a list, or is followed by another clause, is left alone: the roles would blur.
+    assert md._active("It was produced by David Toop and Steve Beresford, both of them.") == ""
+    labels = {p.origin: p.label for p in _sentence_pairs(s, [], TRAIN, "t", random.Random(0))}
+    assert labels["t-active"] == 1 and labels["t-voice-swap"] == 0
