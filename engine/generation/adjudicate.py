@@ -24,6 +24,7 @@ from ..verify.verifier import Judgement, Verifier
 from .claims import claims_to_check
 from .consistency import contradicts, mutual_agreement
 from .meaning_check import MeaningReader, read_meaning
+from .positions import competing_positions
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,14 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     if rivals:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no consistent conclusion: {len(rivals) + 1} supported answers disagree")
+    if meaning is not None and meaning_settings.competing_positions:
+        # Another passage that answers with another value: both positions are said, and nothing is picked.
+        competing = await competing_positions(
+            question, [best.generation.answer], sorted({c for claim in best.generation.claims for c in claim.citations}),
+            [c.chunk for c in context if c.chunk.id not in outdated and not _dated_newer(conflict, c.chunk.id)],
+            meaning, answers_at, embedder=embedder, match=settings.claim_match)
+        if competing is not None:
+            return Decision(Verdict.ABSTAINED, None, tuple(candidates), competing.describe())
     reason = (f"supported by {best.support_rate:.0%} of its claims; "
               f"{len(best.agreeing) + 1} of {len(candidates)} generators agree")
     if best.relevance is not None:
@@ -171,6 +180,11 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     elif conflict is not None:
         reason += f"; {conflict.describe()}"
     return Decision(Verdict.ANSWERED, best, tuple(candidates), reason)
+
+
+def _dated_newer(conflict, chunk_id: str) -> bool:
+    """The newer source of a dated conflict: its disagreement with the older ones is settled by a stated rule."""
+    return conflict is not None and conflict.newer.chunk_id == chunk_id
 
 
 def _cites(candidate: Candidate, chunk_ids: set[str]) -> bool:

@@ -12,3 +12,4 @@ class MeaningSettings:
     answers_threshold: float = 0.0     # P(answers the question) an answer needs to be given; 0: the manifest's
     relative: float = 0.0              # also set aside an answer whose P(answers) is below this share of the best's
     lift: float = 0.0                  # P(entailed) at which a claim the words could not place is supported; 0: never
+    competing_positions: bool = False  # abstain, naming both, when another passage answers with another value
