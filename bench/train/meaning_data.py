@@ -340,21 +340,18 @@ def _time_moved(s: str) -> str:
 
 def _active(s: str) -> str:
     """ "X was discovered by Y ..." said "Y discovered X ..." (regular verbs: the participle is the past)."""
-    match = _PASSIVE.match(s.rstrip("."))
-    if not match:
-        return ""
-    article, patient, verb, agent, rest = match.groups()
-    patient = "it" if patient == "It" else patient
-    return f"{agent} {verb} {article.lower()}{patient}{rest}."
+    return _from_passive(s, lambda article, patient, verb, agent, rest:
+                         f"{agent} {verb} {article.lower()}{'it' if patient == 'It' else patient}{rest}.")
 
 
 def _voice_dropped(s: str) -> str:
     """ "X was discovered by Y" turned "X discovered Y": the roles exchanged, every word but two kept."""
+    return _from_passive(s, lambda article, patient, verb, agent, rest: f"{article}{patient} {verb} {agent}{rest}.")
+
+
+def _from_passive(s: str, write) -> str:
     match = _PASSIVE.match(s.rstrip("."))
-    if not match:
-        return ""
-    article, patient, verb, agent, rest = match.groups()
-    return f"{article}{patient} {verb} {agent}{rest}."
+    return write(*match.groups()) if match else ""
 
 
 def _splices(s: str, other: str, split: str, source: str) -> list[Pair]:
