@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..text import closest_sentences
+from ..text import closest_sentences, shorten
 from ..types import Chunk
 from ..verify.meaning import ANSWERS
 from .consistency import contradicts
@@ -35,26 +35,28 @@ class CompetingPositions:
     others: tuple[Position, ...]
 
     def describe(self) -> str:
-        def cut(text: str) -> str:
-            return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 1] + "…"
         mine = ", ".join(f"[{c}]" for c in self.chosen)
-        theirs = "; ".join(f"[{p.chunk_id}] says \"{cut(p.text)}\"" for p in self.others)
-        return f"the context answers with different values: {mine} says \"{cut(self.chosen_text)}\"; {theirs}"
+        theirs = "; ".join(f"[{p.chunk_id}] says \"{shorten(p.text, MAX_SHOWN_CHARS)}\"" for p in self.others)
+        return (f"the context answers with different values: {mine} says "
+                f"\"{shorten(self.chosen_text, MAX_SHOWN_CHARS)}\"; {theirs}")
 
 
 async def competing_positions(question: str, chosen_claims: Sequence[str], cited: Sequence[str],
                               context: Sequence[Chunk], model: MeaningReader, answers_at: float, *,
                               embedder=None, match: float = 0.7) -> CompetingPositions | None:
     """None when no passage the chosen answer does not cite answers the question with another fact."""
+    if not chosen_claims:
+        return None
     cited_ids = set(cited)
     closest = {chunk.id: closest_sentences(question, [chunk.text], 1) for chunk in context if chunk.id not in cited_ids}
-    closest = {cid: text for cid, text in closest.items() if text}
-    if not closest or not chosen_claims:
+    # The cheap comparison first: only a sentence that states another fact goes to the model.
+    differing = {cid: text for cid, text in closest.items()
+                 if text and contradicts(list(chosen_claims), [text], embedder, match)}
+    if not differing:
         return None
-    ids = list(closest)
-    scores = await asyncio.to_thread(model.score, ANSWERS, [(question, closest[cid]) for cid in ids])
-    others = tuple(Position(cid, closest[cid], round(p, 4)) for cid, p in zip(ids, scores)
-                   if p >= answers_at and contradicts(list(chosen_claims), [closest[cid]], embedder, match))
+    ids = list(differing)
+    scores = await asyncio.to_thread(model.score, ANSWERS, [(question, differing[cid]) for cid in ids])
+    others = tuple(Position(cid, differing[cid], round(p, 4)) for cid, p in zip(ids, scores) if p >= answers_at)
     if not others:
         return None
     return CompetingPositions(tuple(sorted(cited_ids)), " ".join(chosen_claims), others)
