@@ -1,8 +1,9 @@
 """Reading for meaning, after the word checks: does each claim's evidence entail it, and does each answer
 answer the question?
 
-Each claim is read against the one or two sentences of its cited passages that share the most of its words
-(its aligned evidence); a claim too short to be a statement ("Phobos and Deimos") is read as the answer to the
+Each claim is read against its aligned evidence: from each passage it cites, the one sentence that shares the
+most of its words (a second sentence of the same passage lowered the model's reading of honest claims: on
+HotpotQA dev, honest false flags went from 0.06 to 0.32 at the same thresholds); a claim too short to be a statement ("Phobos and Deimos") is read as the answer to the
 question ("What are the two moons of Mars? Phobos and Deimos"). A claim the words supported but the meaning
 does not is no longer supported; a claim the words could not place (a paraphrase, an LLM's short answer) is
 supported when its evidence entails it with at least `lift` confidence, and never when a check refuted it.
@@ -18,7 +19,6 @@ from ..text import closest_sentences, sentences
 from ..types import CheckReason, ClaimCheck, ClaimLabel
 from ..verify.meaning import ANSWERS, ENTAILS
 SHORT_CLAIM_WORDS = 5        # fewer words than this: read as the answer to the question, not as a statement
-PREMISE_SENTENCES = 2
 
 
 class MeaningReader(Protocol):
@@ -43,6 +43,13 @@ def hypothesis(question: str, claim: str) -> str:
     return claim
 
 
+def aligned_evidence(claim: str, cited: Sequence[str]) -> str:
+    """From each cited passage (once each, in citation order) the sentence closest to the claim; "" if none
+    shares a word with it. A claim spliced from two passages is so read against both of its sources."""
+    closest = (closest_sentences(claim, [passage], 1) for passage in dict.fromkeys(cited))
+    return " ".join(sentence for sentence in closest if sentence)
+
+
 def _verbatim(claim: str, premise: str) -> bool:
     """A statement that is word for word one whole sentence of its evidence: entailed, with no model call (a part
     of a sentence is not: "it is not certain that X" holds "X")."""
@@ -63,7 +70,7 @@ async def read_meaning(question: str, answers: Mapping[str, str], checks: Mappin
             if check.reason_kind is not CheckReason.JUDGED or check.label is ClaimLabel.REFUTED:
                 continue          # nothing to read against, or already refuted
             cited = [passages[c] for c in check.claim.citations if c in passages]
-            premise = closest_sentences(check.claim.text, cited, PREMISE_SENTENCES)
+            premise = aligned_evidence(check.claim.text, cited)
             if not premise:
                 continue
             pair = (premise, hypothesis(question, check.claim.text))

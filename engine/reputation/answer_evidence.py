@@ -7,7 +7,8 @@ own lists settled it (for a suspect: those that returned the text that won), nev
 happened to answer. A suspect for echoes alone is the engine's own reading of the texts.
 
 Generators: every claim supported and the answer chosen are good; a claim the verifiers refuted, a claim
-its evidence does not entail, an answer that does not answer the question, a citation of a chunk that is not
+its evidence does not entail, an answer that does not answer the question while another answer beside it did,
+a citation of a chunk that is not
 in the context and a failed challenge are bad (the meaning verifier's readings are the engine's own checks). The engine's own check
 is one of the votes: where it refuted (or checked the quote itself) the evidence is engine-checked,
 otherwise the refuting verifiers are the witnesses.
@@ -132,6 +133,10 @@ def _retrieval(answer: Answer, ledger: _Ledger) -> None:
 def _generation(answer: Answer, ledger: _Ledger) -> None:
     chosen = next((c for c in answer.candidates if answer.verdict is Verdict.ANSWERED
                    and c.generation.answer == answer.answer), None)
+    # "Does not answer" is the model's reading, and it is wrong on hard questions too: it counts only where an
+    # answer beside it answered with every claim supported, so an honest fleet is not punished for a question
+    # the verifier read badly for all of them.
+    one_answered = any(not c.off_topic and c.checks and all(k.supported for k in c.checks) for c in answer.candidates)
     for candidate in answer.candidates:
         agent = candidate.agent_id
         for check in candidate.checks:
@@ -143,7 +148,7 @@ def _generation(answer: Answer, ledger: _Ledger) -> None:
                 ledger.add(agent, Role.GENERATOR, EvidenceReason.CITED_UNKNOWN, engine_checked=True)
             elif check.reason_kind is CheckReason.NOT_ENTAILED:
                 ledger.add(agent, Role.GENERATOR, EvidenceReason.CLAIM_NOT_ENTAILED, engine_checked=True)
-        if candidate.off_topic:
+        if candidate.off_topic and one_answered:
             ledger.add(agent, Role.GENERATOR, EvidenceReason.ANSWER_OFF_TOPIC, engine_checked=True)
         if candidate.challenge_outcome in (ChallengeOutcome.QUOTE_NOT_CITED, ChallengeOutcome.QUOTE_DOES_NOT_BACK):
             ledger.add(agent, Role.GENERATOR, EvidenceReason.CHALLENGE_FAILED, engine_checked=True)

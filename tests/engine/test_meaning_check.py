@@ -5,7 +5,7 @@ import pytest
 
 from engine.config import GenerationSettings
 from engine.generation.adjudicate import adjudicate
-from engine.generation.meaning_check import hypothesis, read_meaning
+from engine.generation.meaning_check import aligned_evidence, hypothesis, read_meaning
 from engine.reputation.answer_evidence import observations
 from engine.reputation.evidence import EvidenceReason
 from engine.settings.meaning import MeaningSettings
@@ -45,11 +45,14 @@ def gen(answer, *citations):
     return Generation(answer=answer, claims=(Claim(answer, citations),), confidence=0.9)
 
 
-def test_the_aligned_evidence_is_the_cited_sentences_sharing_most_words_in_passage_order():
-    passage = CONTEXT[0].chunk.text
-    assert closest_sentences("Asaph Hall discovered them in 1877.", [passage], limit=1) == FOUND
-    assert closest_sentences("Phobos and Deimos orbit Mars closely.", [passage], limit=2) == f"{MOONS} {OTHER}"
-    assert closest_sentences("Nothing shared here", [passage], limit=2) == ""
+def test_the_aligned_evidence_is_the_closest_sentence_of_each_cited_passage():
+    moons, hall = CONTEXT[0].chunk.text, CONTEXT[1].chunk.text
+    assert aligned_evidence("Asaph Hall discovered them in 1877.", [moons]) == FOUND
+    assert aligned_evidence("Phobos and Deimos orbit Mars closely.", [moons, moons]) == MOONS    # a passage once
+    spliced = "Asaph Hall, an American astronomer born in Goshen, discovered them in 1877."
+    assert aligned_evidence(spliced, [moons, hall]) == f"{FOUND} {hall}"                    # one from each source
+    assert aligned_evidence("Nothing shared here", [moons, hall]) == ""
+    assert closest_sentences("Phobos and Deimos orbit Mars closely.", [moons], limit=2) == f"{MOONS} {OTHER}"
 
 
 def test_a_fragment_is_read_as_the_answer_to_the_question_and_a_statement_as_itself():
@@ -136,6 +139,19 @@ async def test_an_answer_that_does_not_answer_and_a_claim_not_entailed_count_aga
     assert reasons["off"] == {EvidenceReason.ANSWER_OFF_TOPIC}
     assert reasons["swap"] == {EvidenceReason.CLAIM_NOT_ENTAILED}
     assert reasons["honest"] == {EvidenceReason.CLAIMS_SUPPORTED, EvidenceReason.ANSWER_CHOSEN}
+
+
+async def test_not_answering_counts_against_no_one_when_no_answer_beside_it_answered(verifier):
+    from engine.answer import Answer
+    from engine.types import AgentOutcome, CallStatus, RiskTier, Role
+    model = ScriptedMeaning({("answers", OTHER): 0.05, ("answers", FOUND): 0.1})     # the model misreads both
+    decision = await adjudicate(QUESTION, {"a": gen(OTHER, "m#0"), "b": gen(FOUND, "m#0")}, CONTEXT, S, verifier,
+                                meaning=model)
+    assert decision.verdict is Verdict.ABSTAINED and all(c.off_topic for c in decision.candidates)
+    agents = tuple(AgentOutcome(a, Role.GENERATOR, CallStatus.OK, 10.0) for a in ("a", "b"))
+    answer = Answer("t2", QUESTION, RiskTier.MEDIUM, decision.verdict, "", "", (), agents, CONTEXT,
+                    decision.candidates, {}, 0.0)
+    assert all(EvidenceReason.ANSWER_OFF_TOPIC not in o.reasons for o in observations(answer))
 
 
 async def test_an_answer_far_below_the_best_answers_relevance_is_set_aside_when_relative_is_set(verifier):
