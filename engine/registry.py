@@ -227,11 +227,11 @@ class AgentRegistry:
         return view
 
     def eligible(self, role: Role, tier: RiskTier = RiskTier.MEDIUM) -> list[AgentView]:
-        """Enabled agents of a role that are up and that the reputation book lets work at this tier
-        (never a quarantined one; one on probation only at low risk; at high risk only above the
-        floor), the most trusted first, then the best call record."""
+        """Enabled agents of a role that are up, that serve this tier (the fleet file's `tiers`) and that the
+        reputation book lets work at it (never a quarantined one; one on probation only at low risk; at high
+        risk only above the floor), the most trusted first, then the best call record."""
         views = [v for v in self._views.values() if v.spec.role is role and v.state is AgentState.UP and v.url
-                 and permitted(v.spec)]
+                 and permitted(v.spec) and tier in v.spec.tiers]
         scores: Mapping[str, float] = {}
         if self.trust is not None:
             views = [v for v in views if self.trust.eligible(v.spec.id, tier)[0]]

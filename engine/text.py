@@ -125,6 +125,13 @@ def closest_sentences(claim: str, passages: Sequence[str], limit: int = 1) -> st
     return " ".join(sentence for _, _, _, sentence in sorted(best, key=lambda item: (item[1], item[2])))
 
 
+def aligned_evidence(claim: str, cited: Sequence[str]) -> str:
+    """From each cited passage (once each, in citation order) the sentence closest to the claim; "" if none
+    shares a word with it. A claim spliced from two passages is so read against both of its sources."""
+    closest = (closest_sentences(claim, [passage], 1) for passage in dict.fromkeys(cited))
+    return " ".join(sentence for sentence in closest if sentence)
+
+
 def overlap(a: set[str], b: set[str]) -> float:
     """Share of the smaller set found in the other: 1.0 when one answer contains the other."""
     if not a or not b:

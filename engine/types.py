@@ -28,6 +28,7 @@ class AgentKind(str, enum.Enum):
 
 
 LLM_BACKEND = "llm-local"     # the built-in backend that runs a local GGUF model (engine.agents.llm_local)
+JUDGE_BACKEND = "llm-judge"   # the built-in verifier backend that asks the Qwen 1.5B judge (engine.verify.judge)
 # An agent id (fleet file, permission matrix) names log files (<id>.log), audit actors and table cells: ASCII
 # letters, digits, ".", "_" and "-", starting with a letter or digit (no "..", no "-flag"), at most 64 characters.
 # Match it with fullmatch: "$" would let a trailing line break through.
@@ -161,6 +162,7 @@ class AgentSpec:
     timeout_s: float = 10.0
     port: int = 0                # 0 = any free port on 127.0.0.1
     security: AgentSecurity = AgentSecurity()   # binding, key source, TLS (see AgentSecurity)
+    tiers: frozenset[RiskTier] = frozenset(RiskTier)   # the risk tiers it is asked on (a slow judge: high only)
 
     @property
     def builtin(self) -> bool:

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..config import load_fleet
     from ..ingest.corpus import load_corpus
     from ..errors import QuorumError
-    from ..types import LLM_BACKEND, Role
+    from ..types import JUDGE_BACKEND, LLM_BACKEND, Role
     from ..untrusted import quoted_log_handler
     from ..verify.verifier import build_verifier
     from .extractive import ExtractiveGenerator
@@ -117,13 +117,17 @@ def main(argv: list[str] | None = None) -> int:
             backend = LocalLlmGenerator(model_path(spec.model, fleet.path.parent))
         elif spec.role is Role.GENERATOR:
             backend = ExtractiveGenerator()
+        elif spec.backend == JUDGE_BACKEND:
+            from ..verify.judge import JudgeVerifier, QwenYesNo
+            from ..verify.judge_model import judge_model_path
+            backend = JudgeVerifier(QwenYesNo(judge_model_path(args.cache_dir)), name=spec.id)
         else:
             backend = build_verifier(args.cache_dir, [c.text for c in corpus.chunks])
         sock = bind_socket(spec.security.host, spec.port, fleet.allow_non_loopback)
     except KeyError:
         print(f"agent {args.agent!r} is not in {args.fleet}", file=sys.stderr)
         return 2
-    except (QuorumError, OSError, RuntimeError, ValueError) as exc:   # RuntimeError: llm-local without its model
+    except (QuorumError, OSError, RuntimeError, ValueError) as exc:   # RuntimeError: llm-local or llm-judge without its model
         print(f"agent {args.agent}: {exc}", file=sys.stderr)
         return 2
     asyncio.run(_serve(build_app(spec, backend, len(corpus.chunks), key=key), sock,

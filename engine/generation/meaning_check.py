@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Protocol, Sequence
 
 from ..settings.meaning import MeaningSettings
-from ..text import closest_sentences, sentences
+from ..text import aligned_evidence, sentences
 from ..types import CheckReason, ClaimCheck, ClaimLabel
 from ..verify.meaning import ANSWERS, ENTAILS
 SHORT_CLAIM_WORDS = 5        # fewer words than this: read as the answer to the question, not as a statement
@@ -41,13 +41,6 @@ def hypothesis(question: str, claim: str) -> str:
     if len(claim.split()) < SHORT_CLAIM_WORDS:
         return f"{question.strip()} {claim.strip()}"
     return claim
-
-
-def aligned_evidence(claim: str, cited: Sequence[str]) -> str:
-    """From each cited passage (once each, in citation order) the sentence closest to the claim; "" if none
-    shares a word with it. A claim spliced from two passages is so read against both of its sources."""
-    closest = (closest_sentences(claim, [passage], 1) for passage in dict.fromkeys(cited))
-    return " ".join(sentence for sentence in closest if sentence)
 
 
 def _verbatim(claim: str, premise: str) -> bool:

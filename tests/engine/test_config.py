@@ -115,6 +115,29 @@ def test_an_agent_is_only_called_for_an_operation_it_is_permitted(tmp_path):
     assert "x" not in [v.spec.id for v in registry.eligible(Role.GENERATOR, RiskTier.MEDIUM)]
 
 
+def test_an_agent_is_asked_only_on_the_tiers_it_lists(tmp_path):
+    from engine.registry import AgentRegistry
+    from engine.types import AgentState, RiskTier
+    fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "j"\nrole = "verifier"\nbackend = "llm-judge"\n'
+                                        'tiers = ["high"]\n')
+    registry = AgentRegistry(load_fleet(fleet))
+    registry.set_state("j", AgentState.UP, url="http://127.0.0.1:1")
+    assert [v.spec.id for v in registry.eligible(Role.VERIFIER, RiskTier.HIGH)] == ["j"]
+    assert "j" not in [v.spec.id for v in registry.eligible(Role.VERIFIER, RiskTier.MEDIUM)]
+    assert load_fleet(write_fleet(tmp_path)).agents[0].tiers == frozenset(RiskTier)       # left out: every tier
+    for bad, why in (('"urgent"', "urgent"), ('[]', "non-empty list"), ('["urgent"]', "urgent")):
+        broken = write_fleet(tmp_path, extra=f'[[agents]]\nid = "j"\nrole = "verifier"\nbackend = "llm-judge"\n'
+                                             f'tiers = {bad}\n')
+        with pytest.raises(ConfigError, match=rf"agents.*tiers.*{why}"):
+            load_fleet(broken)
+
+
+def test_the_shipped_judge_is_off_and_asked_on_the_high_tier_only():
+    from engine.types import JUDGE_BACKEND, RiskTier
+    judge = load_fleet(None).agent("ver-judge")
+    assert (judge.backend, judge.enabled, judge.tiers) == (JUDGE_BACKEND, False, frozenset({RiskTier.HIGH}))
+
+
 def test_inject_texts_file_must_exist(tmp_path):
     fleet = write_fleet(tmp_path, extra='[[agents]]\nid = "x"\nrole = "retriever"\nbackend = "bm25"\n'
                                         'fault = { kind = "inject", texts_file = "missing.jsonl" }\n')

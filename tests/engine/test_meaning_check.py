@@ -5,11 +5,11 @@ import pytest
 
 from engine.config import GenerationSettings
 from engine.generation.adjudicate import adjudicate
-from engine.generation.meaning_check import aligned_evidence, hypothesis, read_meaning
+from engine.generation.meaning_check import hypothesis, read_meaning
 from engine.reputation.answer_evidence import observations
 from engine.reputation.evidence import EvidenceReason
 from engine.settings.meaning import MeaningSettings
-from engine.text import closest_sentences
+from engine.text import aligned_evidence, closest_sentences
 from engine.types import CheckReason, Chunk, Claim, ClaimCheck, ClaimLabel, ContextChunk, Generation, Verdict
 from engine.verify.verifier import EvidenceVerifier
 
