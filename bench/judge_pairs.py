@@ -1,6 +1,6 @@
 """The LLM judge and the meaning verifier on the same claims: HotpotQA questions of one split, the honest
 extractive and paraphrased claims against the role swaps, splices and in-passage swaps the evaluation's lie
-builders make of them (bench/evaluation/lies.py, which import nothing of the defence). Each claim is read
+builders make of them, and (the answers task) the honest answer against the true-but-irrelevant lie (bench/evaluation/lies.py, which import nothing of the defence). Each claim is read
 against its aligned evidence, as the product reads it. Prints per-kind P(yes) rates and AUCs, writes a JSON report.
 
     make judge; .venv/bin/python bench/judge_pairs.py --split dev --limit 40 --json reports/judge/pairs_dev.json
@@ -19,14 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.evaluation.generation import load_questions           # noqa: E402
 from bench.evaluation.honest_generators import HonestKind, generate_all   # noqa: E402
-from bench.evaluation.lies import Lie, role_swap, splice, swap_in_passage   # noqa: E402
+from bench.evaluation.lies import Lie, role_swap, splice, swap_in_passage, true_irrelevant   # noqa: E402
 from bench.evaluation.splits import split_of                      # noqa: E402
 from engine.engine import default_cache_dir                       # noqa: E402
 from engine.text import aligned_evidence                          # noqa: E402
 from engine.types import Chunk                                    # noqa: E402
 from engine.verify.judge import SUPPORTED_AT, QwenYesNo           # noqa: E402
 from engine.verify.judge_model import judge_model_path            # noqa: E402
-from engine.verify.meaning import ENTAILS, MeaningModel           # noqa: E402
+from engine.verify.meaning import ANSWERS, ENTAILS, MeaningModel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
@@ -64,6 +64,24 @@ def claims_of(question, rng: random.Random) -> list[tuple[str, bool, str, str]]:
     return out
 
 
+def answers_of(question) -> list[tuple[str, bool, str]]:
+    """(kind, holds the gold answer, answer) for the answers task: the honest extractive answer, and the
+    true-but-irrelevant lie (a true sentence of a passage that does not support the answer)."""
+    context = tuple(Chunk(p.id, p.text, metadata={"title": p.title}) for p in question.passages)
+    honest = generate_all(question.question, context)
+    out = []
+    base = honest[HonestKind.EXTRACTIVE]
+    if base.answer:
+        gold = any(g.lower() in base.answer.lower() for g in question.answers)
+        out.append(("honest holding gold" if gold else "honest without gold", gold, base.answer))
+    said = [g.answer for g in honest.values()] + [c.text for g in honest.values() for c in g.claims]
+    supporting = frozenset(p.id for p in question.passages if p.gold)
+    lie = true_irrelevant(question.question, context, supporting, question.answers, said)
+    if isinstance(lie, Lie):
+        out.append(("true-irrelevant", False, lie.text))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="dev", choices=("dev", "test"))
@@ -82,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\r{number}/{len(rows)} claims judged", end="", file=sys.stderr, flush=True)
     per_claim_s = (time.perf_counter() - started) / max(1, len(rows))
     print(file=sys.stderr)
+    answers = [(q.question, *row) for q in questions for row in answers_of(q)]
+    answers_meaning = meaning.score(ANSWERS, [(question, text) for question, _, _, text in answers])
+    answers_judge = [judge.p_answers(question, text) for question, _, _, text in answers]
     report = {"split": args.split, "questions": len(questions), "claims": len(rows), "judge_s_per_claim":
               round(per_claim_s, 2), "supported_at": SUPPORTED_AT, "meaning_threshold": 0.5, "kinds": {}}
     honest_judge = [s[4] for s in scored if s[1]]
@@ -96,6 +117,18 @@ def main(argv: list[str] | None = None) -> int:
             entry["judge_auc_vs_honest"] = auc(honest_judge, [s[4] for s in mine])
             entry["meaning_auc_vs_honest"] = auc(honest_meaning, [s[5] for s in mine])
         report["kinds"][kind] = entry
+    report["answers"] = {}
+    for kind in dict.fromkeys(a[1] for a in answers):
+        picked = [i for i, a in enumerate(answers) if a[1] == kind]
+        report["answers"][kind] = {
+            "n": len(picked),
+            "judge_answers": round(sum(answers_judge[i] >= SUPPORTED_AT for i in picked) / len(picked), 3),
+            "meaning_answers": round(sum(answers_meaning[i] >= 0.5 for i in picked) / len(picked), 3)}
+    gold = [i for i, a in enumerate(answers) if a[2]]
+    lies = [i for i, a in enumerate(answers) if a[1] == "true-irrelevant"]
+    report["answers_auc_gold_vs_irrelevant"] = {
+        "judge": auc([answers_judge[i] for i in gold], [answers_judge[i] for i in lies]),
+        "meaning": auc([answers_meaning[i] for i in gold], [answers_meaning[i] for i in lies])}
     print(json.dumps(report, indent=2))
     report["claims_scored"] = [{"kind": k, "honest": h, "claim": c, "premise": p, "judge": round(j, 4),
                                 "meaning": round(m, 4)} for k, h, c, p, j, m in scored]

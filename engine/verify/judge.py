@@ -21,6 +21,7 @@ from .verifier import Judgement
 
 SYSTEM = "You are a careful fact checker. You answer only Yes or No."
 QUESTION = "Is the hypothesis fully supported by the premise alone? Answer Yes or No."
+ANSWERS_QUESTION = "Does the answer say what the question asks for? Answer Yes or No."
 CONTEXT_TOKENS = 2048
 MAX_TEXT_TOKENS = 700         # each of premise and hypothesis is cut to this many tokens, so both fit
 SUPPORTED_AT = 0.5            # P(yes) at or above which the judge votes supported, else refuted
@@ -59,9 +60,19 @@ class QwenYesNo:
         return self._llm.tokenize(text.encode(), add_bos=False, special=True)
 
     def p_yes(self, premise: str, hypothesis: str) -> float:
-        tokens = (self._template(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\nPremise: ")
-                  + self._plain(premise) + self._template("\nHypothesis: ") + self._plain(hypothesis)
-                  + self._template(f"\n{QUESTION}<|im_end|>\n<|im_start|>assistant\n"))
+        """P(the premise alone supports the hypothesis)."""
+        return self._ask((("Premise", premise), ("Hypothesis", hypothesis)), QUESTION)
+
+    def p_answers(self, question: str, answer: str) -> float:
+        """P(the answer says what the question asks for), whether or not it is true."""
+        return self._ask((("Question", question), ("Answer", answer)), ANSWERS_QUESTION)
+
+    def _ask(self, fields: tuple[tuple[str, str], ...], ask: str) -> float:
+        """P(yes) for a user turn of labelled untrusted fields, then the fixed question."""
+        tokens = self._template(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n")
+        for number, (label, text) in enumerate(fields):
+            tokens += self._template(f"{chr(10) if number else ''}{label}: ") + self._plain(text)
+        tokens += self._template(f"\n{ask}<|im_end|>\n<|im_start|>assistant\n")
         with self._lock:
             self._llm.reset()
             self._llm.eval(tokens)

@@ -120,8 +120,12 @@ def test_the_untrusted_texts_are_tokenized_as_plain_text_and_p_yes_comes_from_th
     specials = [t for t in llama.evaluated if isinstance(t, tuple)]
     plain = "".join(chr(t) for t in llama.evaluated if isinstance(t, int))
     assert injected in plain and "Phobos orbits Mars." in plain
-    assert len(specials) == 3 and all(injected not in text for _, text in specials)   # never the chat's markup
+    assert len(specials) == 4 and all(injected not in text for _, text in specials)   # never the chat's markup
     assert specials[-1][1].endswith("<|im_start|>assistant\n")
+    model.p_answers("Who discovered Phobos?", injected)
+    plain = "".join(chr(t) for t in llama.evaluated if isinstance(t, int))
+    asked = [text for t in llama.evaluated if isinstance(t, tuple) for text in t[1:]]
+    assert plain == "Who discovered Phobos?" + injected and "Does the answer say what the question asks for" in asked[-1]
 
 
 def test_judge_check_needs_both_texts_and_names_a_missing_model(monkeypatch, tmp_path, capsys):
