@@ -38,11 +38,15 @@ def auc(pos: list[float], neg: list[float]) -> float | None:
     return round(sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg)), 3)
 
 
-def claims_of(question, rng: random.Random) -> list[tuple[str, bool, str, str]]:
-    """(kind, honest, claim, premise) for one question."""
+def prepared(question) -> tuple[tuple[Chunk, ...], dict]:
+    """The question's passages as chunks, and what each honest generator answers from them."""
     context = tuple(Chunk(p.id, p.text, metadata={"title": p.title}) for p in question.passages)
+    return context, generate_all(question.question, context)
+
+
+def claims_of(question, context: tuple[Chunk, ...], honest: dict, rng: random.Random) -> list[tuple[str, bool, str, str]]:
+    """(kind, honest, claim, premise) for one question."""
     by_id = {c.id: c for c in context}
-    honest = generate_all(question.question, context)
     out = []
     for kind in (HonestKind.EXTRACTIVE, HonestKind.PARAPHRASE):
         generation = honest[kind]
@@ -64,11 +68,9 @@ def claims_of(question, rng: random.Random) -> list[tuple[str, bool, str, str]]:
     return out
 
 
-def answers_of(question) -> list[tuple[str, bool, str]]:
+def answers_of(question, context: tuple[Chunk, ...], honest: dict) -> list[tuple[str, bool, str]]:
     """(kind, holds the gold answer, answer) for the answers task: the honest extractive answer, and the
     true-but-irrelevant lie (a true sentence of a passage that does not support the answer)."""
-    context = tuple(Chunk(p.id, p.text, metadata={"title": p.title}) for p in question.passages)
-    honest = generate_all(question.question, context)
     out = []
     base = honest[HonestKind.EXTRACTIVE]
     if base.answer:
@@ -90,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(0)
     questions = [q for q in load_questions(None) if split_of(q.id) == args.split][:args.limit]
-    rows = [row for q in questions for row in claims_of(q, rng) if row[3]]
+    made = [(q, *prepared(q)) for q in questions]
+    rows = [row for q, context, honest in made for row in claims_of(q, context, honest, rng) if row[3]]
     judge = QwenYesNo(judge_model_path(default_cache_dir()))
     meaning = MeaningModel(ROOT / "resources" / "models" / "meaning")
     entails = meaning.score(ENTAILS, [(premise, claim) for _, _, claim, premise in rows])
@@ -100,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\r{number}/{len(rows)} claims judged", end="", file=sys.stderr, flush=True)
     per_claim_s = (time.perf_counter() - started) / max(1, len(rows))
     print(file=sys.stderr)
-    answers = [(q.question, *row) for q in questions for row in answers_of(q)]
+    answers = [(q.question, *row) for q, context, honest in made for row in answers_of(q, context, honest)]
     answers_meaning = meaning.score(ANSWERS, [(question, text) for question, _, _, text in answers])
     answers_judge = [judge.p_answers(question, text) for question, _, _, text in answers]
     report = {"split": args.split, "questions": len(questions), "claims": len(rows), "judge_s_per_claim":

@@ -3,10 +3,11 @@ answer the question?
 
 Each claim is read against its aligned evidence: from each passage it cites, the one sentence that shares the
 most of its words (a second sentence of the same passage lowered the model's reading of honest claims: on
-HotpotQA dev, honest false flags went from 0.06 to 0.32 at the same thresholds); a claim too short to be a statement ("Phobos and Deimos") is read as the answer to the
-question ("What are the two moons of Mars? Phobos and Deimos"). A claim the words supported but the meaning
-does not is no longer supported; a claim the words could not place (a paraphrase, an LLM's short answer) is
-supported when its evidence entails it with at least `lift` confidence, and never when a check refuted it.
+HotpotQA dev, honest false flags went from 0.06 to 0.32 at the same thresholds); a claim too short to be a
+statement ("Phobos and Deimos") is read as the answer to the question ("What are the two moons of Mars? Phobos
+and Deimos"). A claim the words supported but the meaning does not is no longer supported; a claim the words
+could not place (a paraphrase, an LLM's short answer) is supported when its evidence entails it with at least
+`lift` confidence, and never when a check refuted it.
 A question's pairs go to the model in one batch per task, off the event loop."""
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ import threading
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from ..text import aligned_evidence, content_words
+from ..text import aligned_evidence
 from ..types import Chunk, ClaimLabel
 from .judge_model import INSTALL_HINT, JudgeModelMissing
-from .verifier import Judgement
+from .verifier import Judgement, nothing_to_check
 
 SYSTEM = "You are a careful fact checker. You answer only Yes or No."
 QUESTION = "Is the hypothesis fully supported by the premise alone? Answer Yes or No."
@@ -89,10 +89,8 @@ class JudgeVerifier:
         self.model, self.name, self.supported_at = model, name, supported_at
 
     def judge_sync(self, claim: str, evidence: Sequence[Chunk]) -> Judgement:
-        if not evidence:
-            return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "cites nothing in the context", self.name)
-        if not content_words(claim):
-            return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "states nothing checkable", self.name)
+        if (unchecked := nothing_to_check(claim, evidence, self.name)) is not None:
+            return unchecked
         premise = aligned_evidence(claim, [c.text for c in evidence])
         if not premise:
             return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "no sentence of its evidence shares a word with it", self.name)

@@ -26,7 +26,7 @@ class JudgeModelMissing(RuntimeError):
 
 
 class JudgeModelCorrupt(RuntimeError):
-    """The joined file is not the pinned model (wrong sha256 or size); the message gives both hashes."""
+    """The joined file is not the pinned model (its sha256 differs); the message gives both hashes."""
 
 
 def part_file(number: int) -> Path:

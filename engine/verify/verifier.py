@@ -50,6 +50,15 @@ def names(text: str) -> set[str]:
     return {m.group(0) for m in _NAME.finditer(text)}
 
 
+def nothing_to_check(claim: str, evidence: Sequence[Chunk], verifier: str) -> Judgement | None:
+    """NOT_ENOUGH for a claim with no evidence or no content word, which no verifier can check; else None."""
+    if not evidence:
+        return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "cites nothing in the context", verifier)
+    if not content_words(claim):
+        return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "states nothing checkable", verifier)
+    return None
+
+
 class EvidenceVerifier:
     """Embedding alignment plus number, name and negation checks; with no embedder, word overlap."""
 
@@ -67,10 +76,8 @@ class EvidenceVerifier:
         return await asyncio.to_thread(self.judge_sync, claim, evidence)
 
     def judge_sync(self, claim: str, evidence: Sequence[Chunk]) -> Judgement:
-        if not evidence:
-            return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "cites nothing in the context", self.name)
-        if not content_words(claim):
-            return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "states nothing checkable", self.name)
+        if (unchecked := nothing_to_check(claim, evidence, self.name)) is not None:
+            return unchecked
         texts = [c.text for c in evidence]
         text = " ".join(texts)
         covered = coverage(claim, text)
