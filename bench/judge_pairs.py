@@ -18,13 +18,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.evaluation.generation import load_questions           # noqa: E402
+from bench.evaluation.generation_metrics import contains_gold     # noqa: E402
 from bench.evaluation.honest_generators import HonestKind, generate_all   # noqa: E402
 from bench.evaluation.lies import Lie, role_swap, splice, swap_in_passage, true_irrelevant   # noqa: E402
 from bench.evaluation.splits import split_of                      # noqa: E402
 from engine.engine import default_cache_dir                       # noqa: E402
 from engine.text import aligned_evidence                          # noqa: E402
 from engine.types import Chunk                                    # noqa: E402
-from engine.verify.judge import SUPPORTED_AT, QwenYesNo           # noqa: E402
+from engine.verify.judge import ANSWERS_AT, SUPPORTED_AT, QwenYesNo          # noqa: E402
 from engine.verify.judge_model import judge_model_path            # noqa: E402
 from engine.verify.meaning import ANSWERS, ENTAILS, MeaningModel  # noqa: E402
 
@@ -69,13 +70,15 @@ def claims_of(question, context: tuple[Chunk, ...], honest: dict, rng: random.Ra
 
 
 def answers_of(question, context: tuple[Chunk, ...], honest: dict) -> list[tuple[str, bool, str]]:
-    """(kind, holds the gold answer, answer) for the answers task: the honest extractive answer, and the
-    true-but-irrelevant lie (a true sentence of a passage that does not support the answer)."""
+    """(kind, holds the gold answer, answer) for the answers task: the honest extractive answer, the gold answer
+    alone (as a short LLM answer reads), and the true-but-irrelevant lie (a true sentence of a passage that does
+    not support the answer)."""
     out = []
     base = honest[HonestKind.EXTRACTIVE]
     if base.answer:
-        gold = any(g.lower() in base.answer.lower() for g in question.answers)
+        gold = contains_gold(base.answer, question.answers)
         out.append(("honest holding gold" if gold else "honest without gold", gold, base.answer))
+    out.append(("gold alone", True, question.answers[0]))
     said = [g.answer for g in honest.values()] + [c.text for g in honest.values() for c in g.claims]
     supporting = frozenset(p.id for p in question.passages if p.gold)
     lie = true_irrelevant(question.question, context, supporting, question.answers, said)
@@ -89,14 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="dev", choices=("dev", "test"))
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--answers-only", action="store_true", help="skip the claims: the answers task alone")
     args = parser.parse_args(argv)
     rng = random.Random(0)
     questions = [q for q in load_questions(None) if split_of(q.id) == args.split][:args.limit]
     made = [(q, *prepared(q)) for q in questions]
-    rows = [row for q, context, honest in made for row in claims_of(q, context, honest, rng) if row[3]]
+    rows = [] if args.answers_only else [
+        row for q, context, honest in made for row in claims_of(q, context, honest, rng) if row[3]]
     judge = QwenYesNo(judge_model_path(default_cache_dir()))
     meaning = MeaningModel(ROOT / "resources" / "models" / "meaning")
-    entails = meaning.score(ENTAILS, [(premise, claim) for _, _, claim, premise in rows])
+    entails = meaning.score(ENTAILS, [(premise, claim) for _, _, claim, premise in rows]) if rows else []
     scored, started = [], time.perf_counter()
     for number, (row, p_entails) in enumerate(zip(rows, entails), start=1):
         scored.append((*row, judge.p_yes(row[3], row[2]), p_entails))
@@ -107,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     answers_meaning = meaning.score(ANSWERS, [(question, text) for question, _, _, text in answers])
     answers_judge = [judge.p_answers(question, text) for question, _, _, text in answers]
     report = {"split": args.split, "questions": len(questions), "claims": len(rows), "judge_s_per_claim":
-              round(per_claim_s, 2), "supported_at": SUPPORTED_AT, "meaning_threshold": 0.5, "kinds": {}}
+              round(per_claim_s, 2), "supported_at": SUPPORTED_AT, "answers_at": ANSWERS_AT, "meaning_threshold": 0.5,
+              "kinds": {}}
     honest_judge = [s[4] for s in scored if s[1]]
     honest_meaning = [s[5] for s in scored if s[1]]
     for kind in dict.fromkeys(s[0] for s in scored):
@@ -125,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         picked = [i for i, a in enumerate(answers) if a[1] == kind]
         report["answers"][kind] = {
             "n": len(picked),
-            "judge_answers": round(sum(answers_judge[i] >= SUPPORTED_AT for i in picked) / len(picked), 3),
+            "judge_answers": round(sum(answers_judge[i] >= ANSWERS_AT for i in picked) / len(picked), 3),
+            "judge_answers_at": {str(t): round(sum(answers_judge[i] >= t for i in picked) / len(picked), 3)
+                                 for t in THRESHOLDS},
             "meaning_answers": round(sum(answers_meaning[i] >= 0.5 for i in picked) / len(picked), 3)}
     gold = [i for i, a in enumerate(answers) if a[2]]
     lies = [i for i, a in enumerate(answers) if a[1] == "true-irrelevant"]

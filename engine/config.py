@@ -248,7 +248,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("cascade", "theta"), ("cascade", "w_sfv"), ("cascade", "w_csct"), ("cascade", "w_cpm"),
                          ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor"),
                          ("meaning", "entails_threshold"), ("meaning", "answers_threshold"), ("meaning", "lift"),
-                         ("meaning", "relative")):
+                         ("meaning", "relative"), ("meaning", "judge_answers_at")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
     from .settings.cascade import CHOICES

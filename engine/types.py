@@ -330,6 +330,7 @@ class Candidate:
     challenge_outcome: ChallengeOutcome | None = None   # the same, as vocabulary (None: not challenged)
     relevance: float | None = None         # P(the answer answers the question), the meaning verifier's; None: not read
     off_topic: bool = False                # the meaning verifier read it as not answering the question
+    relevance_by: str = ""                 # whose reading relevance is ("read by ver-judge"); "": not read
 
 
 class SuspectReason(str, enum.Enum):

@@ -79,8 +79,9 @@ def candidates_html(item: ReviewItem) -> list[str]:
         chosen = f" {toned('good', '· the answer given', bold=True)}" if given and cand.answer == given else ""
         challenge = f"<br>{muted('challenge: ' + html_text(cand.challenge))}" if cand.challenge else ""
         if cand.relevance is not None:
-            relevance = (toned("bad", f"does not answer the question (P = {cand.relevance:.2f})", bold=True)
-                         if cand.off_topic else muted(f"answers the question (P = {cand.relevance:.2f})"))
+            by = f", {html_text(cand.relevance_by)}" if cand.relevance_by else ""
+            relevance = (toned("bad", f"does not answer the question (P = {cand.relevance:.2f}{by})", bold=True)
+                         if cand.off_topic else muted(f"answers the question (P = {cand.relevance:.2f}{by})"))
             challenge = f"<br>{relevance}{challenge}"
         parts.append(f"<p style='margin-bottom:0'><b>{html_text(cand.agent_id)}</b>{chosen} "
                      f"{muted(f'support {cand.support_rate:.0%} · credibility {cand.credibility:.2f}{agree}')}<br>"

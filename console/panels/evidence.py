@@ -128,8 +128,9 @@ CANDIDATE_COLUMNS: tuple[Column[Candidate], ...] = (
     Column("Answers", lambda c: "—" if c.relevance is None else f"{c.relevance:.2f}", align=RIGHT,
            foreground=lambda c: style.tones().bad if c.off_topic else None,
            tooltip=lambda c: ("not read for meaning" if c.relevance is None else
-                              "does not answer the question" if c.off_topic else "answers the question"),
-           header_tooltip="How likely its answer answers the question (the meaning verifier); "
+                              ("does not answer the question" if c.off_topic else "answers the question")
+                              + (f", {c.relevance_by}" if c.relevance_by else "")),
+           header_tooltip="How likely its answer answers the question (the judge agents, or the meaning verifier); "
                           "one that does not is never given"),
     Column("Agrees with", lambda c: ", ".join(c.agreeing) or "no one",
            foreground=lambda c: None if c.agreeing else style.tones().muted),
@@ -328,6 +329,10 @@ def passage_html(row: PassageRow, reference: ContextChunk | None = None) -> str:
     return "".join(parts)
 
 
+def _by(candidate: Candidate) -> str:
+    return f", {html_text(candidate.relevance_by)}" if candidate.relevance_by else ""
+
+
 def candidate_html(candidate: Candidate) -> str:
     generation = candidate.generation
     colour = style.tones().bad.name() if failing(candidate) else style.tones().good.name()
@@ -338,8 +343,8 @@ def candidate_html(candidate: Candidate) -> str:
              f" · agrees with {html_text(', '.join(candidate.agreeing) or 'no one')}"
              + ("" if candidate.relevance is None else
                 f" · <b style='color:{style.tones().bad.name()}'>does not answer the question</b>"
-                f" (P = {candidate.relevance:.2f})" if candidate.off_topic else
-                f" · answers the question (P = {candidate.relevance:.2f})") + "</p>",
+                f" (P = {candidate.relevance:.2f}{_by(candidate)})" if candidate.off_topic else
+                f" · answers the question (P = {candidate.relevance:.2f}{_by(candidate)})") + "</p>",
              f"<p style='white-space:pre-wrap'>{html_text(generation.answer or '(no answer)')}</p>"]
     if generation.reasoning:
         parts.append("<p><b>Reasoning</b></p><ul>" + "".join(f"<li>{html_text(step)}</li>" for step in generation.reasoning)

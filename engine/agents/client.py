@@ -30,7 +30,8 @@ from ..types import LLM_BACKEND, AgentKind, AgentOutcome, AgentSpec, CallStatus,
 from .auth import (NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TRACE_HEADER, AgentAuthError, Keyring,
                    check_reply, new_nonce, request_signature)
 from .openai_chat import MODELS_PATH, REFUSED_FORM, build_chat_request, dialect_from_models, parse_chat_reply
-from .protocol import chunk_to_json, loads, parse_challenge_reply, parse_chunks, parse_generation, parse_judgement
+from .protocol import (chunk_to_json, loads, parse_answers_reply, parse_challenge_reply, parse_chunks, parse_generation,
+                       parse_judgement)
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class AgentClient:
         self._http = self._new_http(True)
         self._tls: dict[tuple[str, str, str], httpx.AsyncClient] = {}   # per (ca_file, client cert, key)
         self._dialects: dict[str, ChatDialect] = {}   # openai-chat agents: the dialect their server takes
+        self._reads_no_answers: set[str] = set()       # verifiers that answered /answers with 404
 
     def _new_http(self, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -202,6 +204,21 @@ class AgentClient:
         """A verifier agent's judgement of one claim against its evidence: (label, score, reason)."""
         payload = {"claim": claim, "evidence": [chunk_to_json(c) for c in evidence], "trace_id": trace_id}
         return parse_judgement(spec.id, await self._post(spec, f"{url}/validate", payload, trace_id))
+
+    async def answers(self, spec: AgentSpec, url: str, question: str, answer: str, trace_id: str) -> tuple[float, str]:
+        """A verifier agent's reading of whether an answer answers its question: (P, reason). A verifier that does
+        not read answers replies 404 (AgentHttpStatus)."""
+        payload = {"question": question, "answer": answer, "trace_id": trace_id}
+        try:
+            return parse_answers_reply(spec.id, await self._post(spec, f"{url}/answers", payload, trace_id))
+        except AgentHttpStatus as exc:
+            if exc.http_status == 404:
+                self._reads_no_answers.add(spec.id)
+            raise
+
+    def reads_answers(self, spec: AgentSpec) -> bool:
+        """False once a verifier has said (404) that it does not serve /answers: it is not asked again."""
+        return spec.id not in self._reads_no_answers
 
     async def challenge(self, spec: AgentSpec, url: str, claim: str, context: tuple[Chunk, ...],
                         trace_id: str) -> tuple[str, tuple[str, ...]]:

@@ -46,6 +46,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "generate": {"query": QUESTION, "context": [chunk_to_json(c) for c in CONTEXT], "trace_id": TRACE_ID},
     "validate": {"claim": CLAIM, "evidence": [chunk_to_json(CONTEXT[1])], "trace_id": TRACE_ID},
     "challenge": {"claim": CLAIM, "context": [chunk_to_json(c) for c in CONTEXT], "trace_id": TRACE_ID},
+    "answers": {"question": QUESTION, "answer": CLAIM, "trace_id": TRACE_ID},
 }
 
 
@@ -256,6 +257,19 @@ def _challenge_case() -> Case:
     return Case("challenge.own-claim", "a claim from its own answer gets a quote from a chunk it cites", run)
 
 
+def _answers_case() -> Case:
+    """/answers is optional: 404 says the verifier does not read answers; anything else must be a valid reply."""
+    op = schema.operation("answers")
+
+    async def run(probe: Probe) -> tuple[str, float | None]:
+        reply = await probe.call(op.method, op.path, _encode(VALID_BODIES["answers"]))
+        if reply.status == 404:
+            return "not served (HTTP 404): it does not read answers", reply.latency_ms
+        read = _valid(op, reply)
+        return f"reads answers: P = {read.score:.2f} for an answer that answers", reply.latency_ms
+    return Case("answers.optional", "POST /answers answers 404, or a score 0..1 for an answer to its question", run)
+
+
 def _alive_case() -> Case:
     async def run(probe: Probe) -> tuple[str, float | None]:
         reply = await probe.call("GET", "/health")
@@ -403,6 +417,7 @@ def cases_for(role: Role, signed: bool = False) -> list[Case]:
                        {"claim": base["claim"], "evidence": base["evidence"]}, _judged),
             _good_case("validate", "unknown-field", "an unknown field is ignored",
                        {**base, "x_future_field": None}, _judged),
+            _answers_case(),
         ]
         bad = ["validate"]
     for i, name in enumerate(bad):

@@ -84,6 +84,12 @@ def parse_judgement(agent_id: str, data: Any) -> tuple[ClaimLabel, float, str]:
     return judgement.label, judgement.score, judgement.reason
 
 
+def parse_answers_reply(agent_id: str, data: Any) -> tuple[float, str]:
+    """`POST /answers` reply: {score: P(the answer answers the question), reason?}."""
+    reply = check_reply(agent_id, schema.ANSWERS_REPLY, data)
+    return reply.score, reply.reason
+
+
 def parse_challenge_reply(agent_id: str, data: Any) -> tuple[str, tuple[str, ...]]:
     """`POST /challenge` reply: {quote: the evidence sentence, citations: [chunk ids]}."""
     reply = check_reply(agent_id, schema.CHALLENGE_REPLY, data)
@@ -111,6 +117,12 @@ def parse_claim_request(data: Any, evidence_key: str) -> tuple[str, tuple[Chunk,
     kind = {"evidence": schema.VALIDATE_REQUEST, "context": schema.CHALLENGE_REQUEST}[evidence_key]
     request = check_request(kind, data)
     return request.claim, request.chunks, request.trace_id
+
+
+def parse_answers_request(data: Any) -> tuple[str, str, str]:
+    """`/answers {question, answer, trace_id}`."""
+    request = check_request(schema.ANSWERS_REQUEST, data)
+    return request.question, request.answer, request.trace_id
 
 
 # --- the wire ------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""A verifier agent behind `POST /validate`, seen by the engine as one more Verifier."""
+"""A verifier agent behind `POST /validate`, seen by the engine as one more Verifier, and (if it reads answers)
+behind `POST /answers`, as one more reader of whether an answer answers."""
 from __future__ import annotations
 
 import asyncio
@@ -23,3 +24,18 @@ class RemoteVerifier:
             # An absent vote, not a vote against: the voting verifier counts only answers.
             raise AgentError(self.spec.id, getattr(exc, "reason", "no reply in time")) from None
         return Judgement(label, score, reason or label.value, self.name)
+
+
+class RemoteAnswerReader:
+    """A judge agent's `POST /answers`, under its timeout_s; a failure raises AgentError (no reading)."""
+
+    def __init__(self, client: AgentClient, spec: AgentSpec, url: str) -> None:
+        self.client, self.spec, self.url = client, spec, url
+        self.name = spec.id
+
+    async def read(self, question: str, answer: str, trace_id: str = "") -> tuple[float, str]:
+        try:
+            return await asyncio.wait_for(
+                self.client.answers(self.spec, self.url, question, answer, trace_id), self.spec.timeout_s)
+        except asyncio.TimeoutError:
+            raise AgentError(self.spec.id, "no reply in time") from None

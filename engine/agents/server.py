@@ -11,11 +11,12 @@ from starlette.routing import Route
 
 from ..text import content_words
 from ..types import AgentSpec, ClaimLabel, FaultKind, Role
+from ..verify.judge import JudgeVerifier
 from ..verify.sentences import rank_sentences
 from .extractive import ExtractiveGenerator
 from .llm_local import LocalLlmGenerator, ModelReplyNotJson
 from .faults import FaultInjector, flap_cycle, with_reply_faults, with_wire_faults
-from .protocol import (BadRequest, chunk_to_json, generation_to_json, loads, parse_claim_request,
+from .protocol import (BadRequest, chunk_to_json, generation_to_json, loads, parse_answers_request, parse_claim_request,
                        parse_generate_request, parse_retrieve_request)
 from .schema import MAX_REQUEST_BYTES
 
@@ -99,11 +100,22 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
     async def validate(request: Request) -> dict:
         claim, evidence, _trace = parse_claim_request(await _json_body(request), "evidence")
         lie = await faults.before_reply()
-        judgement = backend.judge_sync(claim, evidence)
+        if isinstance(backend, JudgeVerifier):     # seconds of model time: off the loop, so /health still answers
+            judgement = await asyncio.to_thread(backend.judge_sync, claim, evidence)
+        else:
+            judgement = backend.judge_sync(claim, evidence)
         label = judgement.label
         if lie:   # a Byzantine verifier vouches for what it should refute, and the other way round
             label = ClaimLabel.REFUTED if label is ClaimLabel.SUPPORTED else ClaimLabel.SUPPORTED
         return {"verdict": label.value, "score": judgement.score, "reason": judgement.reason}
+
+    async def answers(request: Request) -> dict:
+        question, answer, _trace = parse_answers_request(await _json_body(request))
+        lie = await faults.before_reply()
+        p, reason = await asyncio.to_thread(backend.answers_sync, question, answer)
+        if lie:   # a Byzantine judge calls an answer that answers off topic, and the other way round
+            p, reason = round(1.0 - p, 4), "the judge's reading, reversed"
+        return {"score": p, "reason": reason}
 
     routes = [Route("/health", _guarded(health), methods=["GET"])]
     if spec.role is Role.RETRIEVER:
@@ -113,6 +125,8 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
         routes.append(Route("/challenge", _guarded(challenge), methods=["POST"]))
     else:
         routes.append(Route("/validate", _guarded(validate), methods=["POST"]))
+        if isinstance(backend, JudgeVerifier):     # the only built-in verifier that reads answers; others 404
+            routes.append(Route("/answers", _guarded(answers), methods=["POST"]))
     # A bad reply is the agent's own, so it is signed; the wire and the process fail outside the signature.
     app = with_reply_faults(Starlette(routes=routes), faults)
     if key is not None:

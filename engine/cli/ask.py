@@ -60,9 +60,10 @@ def print_answer(answer) -> None:
     if not answer.answer and answer.candidates:
         print("Positions:")
         for cand in answer.candidates:
+            by = f", {cand.relevance_by}" if cand.relevance_by else ""
             meaning = ("" if cand.relevance is None else
-                       f", does not answer the question (P {cand.relevance:.2f})" if cand.off_topic else
-                       f", answers the question (P {cand.relevance:.2f})")
+                       f", does not answer the question (P {cand.relevance:.2f}{by})" if cand.off_topic else
+                       f", answers the question (P {cand.relevance:.2f}{by})")
             print(f"  {quoted(cand.agent_id)} (support {cand.support_rate:.0%}{meaning}): "
                   f"{quoted(cand.generation.answer[:120])}")
     print(f"Agents   : {answer.agents_ok(Role.RETRIEVER)} retrievers and {answer.agents_ok(Role.GENERATOR)} "
@@ -97,6 +98,7 @@ def answer_json(answer) -> dict:
         "candidates": [{"agent_id": c.agent_id, "answer": c.generation.answer, "support_rate": c.support_rate,
                         "credibility": c.credibility, "consistency": c.consistency, "agreeing": list(c.agreeing),
                         "challenge": c.challenge, "relevance": c.relevance, "off_topic": c.off_topic,
+                        "relevance_by": c.relevance_by,
                         "checks": [{"claim": k.claim.text, "supported": k.supported, "label": k.label.value,
                                     "origin": k.origin.value, "reason": k.reason, "entailment": k.entailment,
                                     "premise": k.premise}

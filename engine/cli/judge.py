@@ -1,8 +1,8 @@
 """`main.py judge check [--premise P --hypothesis H]`: is the LLM judge ready? (`make judge` runs it last.)
 
 Joins and checks the model (engine/verify/judge_model.py), loads it, and asks it one pair, or by default a
-supported pair and the same premise with the roles of its names exchanged, printing P(yes) and how long each
-took. Exit codes: 0 ready (the default pairs read right), 1 the judge misread a default pair, 2 llama-cpp-python
+supported pair and the same premise with the roles of its names exchanged, and whether an answer answers its
+question (one that does, one true sentence that does not), printing P(yes) and how long each took. Exit codes: 0 ready (the default pairs read right), 1 the judge misread a default pair, 2 llama-cpp-python
 or a part package is missing, or the parts do not join to the pinned file (the message says which and how).
 """
 from __future__ import annotations
@@ -18,6 +18,9 @@ from .exit_codes import ExitCode
 CHECK_PREMISE = "Asaph Hall discovered the two moons of Mars, Phobos and Deimos, in 1877."
 CHECK_PAIRS = ((CHECK_PREMISE, "Asaph Hall discovered Phobos and Deimos in 1877.", True),
                (CHECK_PREMISE, "Phobos and Deimos discovered Asaph Hall in 1877.", False))
+CHECK_QUESTION = "Who discovered the moons of Mars?"
+CHECK_ANSWERS = ((CHECK_QUESTION, "Asaph Hall discovered them in 1877.", True),
+                 (CHECK_QUESTION, "Mars is the fourth planet from the Sun.", False))
 
 
 def add_parser(sub) -> None:
@@ -32,7 +35,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from engine.engine import default_cache_dir
-    from engine.verify.judge import SUPPORTED_AT, QwenYesNo
+    from engine.verify.judge import ANSWERS_AT, SUPPORTED_AT, QwenYesNo
     from engine.verify.judge_model import JudgeModelCorrupt, JudgeModelMissing, judge_model_path
     if (args.premise is None) != (args.hypothesis is None):
         print("error: give --premise and --hypothesis together", file=sys.stderr)
@@ -60,8 +63,15 @@ def run(args) -> int:
         print(f"P(yes) = {p:.3f} ({'supported' if supported else 'not supported'}) in "
               f"{time.perf_counter() - started:.1f} s: premise {quoted(premise)}, hypothesis {quoted(hypothesis)}")
         misread += expected is not None and supported is not expected
+    for question, answer, expected in (CHECK_ANSWERS if args.premise is None else ()):
+        started = time.perf_counter()
+        p = model.p_answers(question, answer)
+        answers = p >= ANSWERS_AT
+        print(f"P(answers) = {p:.3f} ({'answers' if answers else 'does not answer'}) in "
+              f"{time.perf_counter() - started:.1f} s: question {quoted(question)}, answer {quoted(answer)}")
+        misread += answers is not expected
     if misread:
-        print(f"error: the judge misread {misread} of the built-in pairs", file=sys.stderr)
+        print(f"error: the judge misread {misread} of the built-in pairs and answers", file=sys.stderr)
         return ExitCode.FAILURE
     print("ready: enable the ver-judge agent in config/fleet.toml (enabled = true)")
     return ExitCode.OK

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ..config import GenerationSettings
 from ..settings.meaning import MeaningSettings
@@ -25,6 +25,7 @@ from .claims import claims_to_check
 from .consistency import contradicts, mutual_agreement
 from .meaning_check import MeaningReader, read_meaning
 from .positions import competing_positions
+from .relevance import AnswerReader, judged_relevance
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,14 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
                      settings: GenerationSettings, verifier: Verifier, *, embedder=None,
                      reputations: Mapping[str, float] | None = None, trace_id: str = "",
                      free_text: frozenset[str] = frozenset(), meaning: MeaningReader | None = None,
-                     meaning_settings: MeaningSettings = MeaningSettings()) -> Decision:
+                     meaning_settings: MeaningSettings = MeaningSettings(),
+                     judges: Sequence[AnswerReader] = ()) -> Decision:
     """free_text: generators (LLMs) whose answer may be given only with settings.free_text_min_support of its
     claims supported (all, by default): it is still a position, shown, but never the answer with a claim short.
     meaning: the meaning verifier; with it, a claim counts as supported only where its evidence entails it, an
-    answer is given only if it answers the question, and answers agree only among those that pass both."""
+    answer is given only if it answers the question, and answers agree only among those that pass both.
+    judges: judge agents that read whether each answer answers; where they read every answer, their reading
+    replaces the cross-encoder's (at meaning_settings.judge_answers_at), with [meaning] on or off."""
     evidence = {c.chunk.id: c.chunk for c in context}
     answered = {agent: gen for agent, gen in generations.items() if gen.answer.strip()}
     if not answered:
@@ -89,10 +93,12 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     reputations = reputations or {}
     # Every generator's claims at once: the verifiers' round trips overlap instead of queueing per generator.
     once = JudgedOnce(verifier)
-    checked = await asyncio.gather(*(asyncio.gather(*(check_claim(claim, evidence, once, origin, trace_id)
-                                                      for claim, origin in claims_to_check(
-                                                          gen, whole_answer=agent in free_text)))
-                                     for agent, gen in answered.items()))
+    # The judges read the answers while the claims are checked: both wait on the same slow verifiers.
+    checked, judged = await asyncio.gather(
+        asyncio.gather(*(asyncio.gather(*(check_claim(claim, evidence, once, origin, trace_id)
+                                          for claim, origin in claims_to_check(gen, whole_answer=agent in free_text)))
+                         for agent, gen in answered.items())),
+        judged_relevance(question, {a: g.answer for a, g in answered.items()}, judges, trace_id))
     checks: dict[str, tuple[ClaimCheck, ...]] = {agent: tuple(c) for agent, c in zip(answered, checked)}
     relevance: dict[str, float] = {}
     answers_at = 0.0
@@ -100,6 +106,9 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
         read = await read_meaning(question, {a: g.answer for a, g in answered.items()}, checks,
                                   {cid: chunk.text for cid, chunk in evidence.items()}, meaning, meaning_settings)
         checks, relevance, answers_at = dict(read.checks), dict(read.relevance), read.answers_threshold
+    relevance_by = "the meaning verifier" if relevance else ""
+    if judged is not None:
+        relevance, answers_at, relevance_by = dict(judged.scores), meaning_settings.judge_answers_at, judged.describe()
     stated = {agent: [c.claim.text for c in checks[agent]] for agent in answered}
     support = {agent: sum(c.supported for c in checks[agent]) / len(checks[agent]) if checks[agent] else 0.0
                for agent in answered}
@@ -119,7 +128,8 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
         candidates.append(Candidate(agent, gen, checks[agent], round(support[agent], 4), agreeing,
                                     credibility(support[agent], consistency, reputations.get(agent, 1.0), settings),
                                     consistency=round(consistency, 4), relevance=relevance.get(agent),
-                                    off_topic=agent in off_topic))
+                                    off_topic=agent in off_topic,
+                                    relevance_by=relevance_by if agent in relevance else ""))
     # Equal credibility (the same true claims in another order) goes to the answer most generators
     # gave word for word, never to whichever agent id sorts first.
     same_answer = {c.agent_id: sum(o.generation.answer.strip() == c.generation.answer.strip() for o in candidates)
@@ -131,7 +141,7 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
         best = max(candidates, key=lambda c: c.relevance or 0.0)
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no answer answers the question (the closest: P = {best.relevance or 0.0:.2f}, "
-                        f"needs {answers_at:.2f})")
+                        f"needs {answers_at:.2f}, {relevance_by})")
     eligible = [c for c in candidates if c.agent_id not in short and c.agent_id not in off_topic]
     if not eligible:
         best = candidates[0]
@@ -172,7 +182,7 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     reason = (f"supported by {best.support_rate:.0%} of its claims; "
               f"{len(best.agreeing) + 1} of {len(candidates)} generators agree")
     if best.relevance is not None:
-        reason += f"; answers the question (P = {best.relevance:.2f})"
+        reason += f"; answers the question (P = {best.relevance:.2f}, {relevance_by})"
     if off_topic:
         reason += f"; {len(off_topic)} that do not answer set aside"
     if conflict is not None and _from_outdated(best, conflict.newer.chunk_id, outdated):

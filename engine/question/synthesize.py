@@ -8,7 +8,7 @@ import time
 from typing import Callable
 
 from ..agents.client import CallResult
-from ..agents.remote import RemoteVerifier
+from ..agents.remote import RemoteAnswerReader, RemoteVerifier
 from ..config import EngineSettings
 from ..errors import AgentError
 from ..events import Emit, GeneratorChallenged, ToolCalled
@@ -89,7 +89,8 @@ class SynthesizeStage:
                                     embedder=self.embedder, reputations=self.calls.reputations(),
                                     trace_id=trace_id,
                                     free_text=frozenset(v.spec.id for v in generators if v.spec.free_text),
-                                    meaning=self.meaning, meaning_settings=self.settings.meaning)
+                                    meaning=self.meaning, meaning_settings=self.settings.meaning,
+                                    judges=self._judges(asked.tier))
         decision = await self._challenge(decision, context, trace_id)
         timings = timings.plus("adjudicate", elapsed_ms(started))
         payload = SynthesisPayload(decision, outcomes, reached_generators=True, finding=found)
@@ -108,6 +109,12 @@ class SynthesizeStage:
         client, registry = self.calls.client, self.calls.registry
         remote = [RemoteVerifier(client, v.spec, v.url) for v in registry.eligible(Role.VERIFIER, tier)]
         return VotingVerifier([self.local_verifier, *remote]) if remote else self.local_verifier
+
+    def _judges(self, tier: RiskTier) -> list[RemoteAnswerReader]:
+        """The verifier agents up and trusted on this tier that read answers (until one says it does not)."""
+        client, registry = self.calls.client, self.calls.registry
+        return [RemoteAnswerReader(client, v.spec, v.url) for v in registry.eligible(Role.VERIFIER, tier)
+                if client.reads_answers(v.spec)]
 
     async def _challenge(self, decision: Decision, context: tuple, trace_id: str) -> Decision:
         """Asks each generator with a doubtful claim to show the evidence for it (generation/challenge.py)."""

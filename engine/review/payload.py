@@ -47,6 +47,7 @@ class CandidateSummary:
     challenge: str = ""      # what asking it to show its evidence came to ("" when it was not asked)
     relevance: float | None = None   # P(it answers the question), the meaning verifier's (None: not read)
     off_topic: bool = False  # the meaning verifier read it as not answering the question
+    relevance_by: str = ""   # whose reading relevance is ("read by ver-judge")
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def candidates_from_payload(payload: Payload) -> tuple[CandidateSummary, ...]:
                                     agreeing=_texts(cand.get("agreeing")), claims=tuple(claims),
                                     challenge=str(cand.get("challenge") or ""),
                                     relevance=_optional_float(cand.get("relevance")),
-                                    off_topic=bool(cand.get("off_topic"))))
+                                    off_topic=bool(cand.get("off_topic")),
+                                    relevance_by=str(cand.get("relevance_by") or "")))
     return tuple(out)
 
 

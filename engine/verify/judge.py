@@ -25,12 +25,15 @@ ANSWERS_QUESTION = "Does the answer say what the question asks for? Answer Yes o
 CONTEXT_TOKENS = 2048
 MAX_TEXT_TOKENS = 700         # each of premise and hypothesis is cut to this many tokens, so both fit
 SUPPORTED_AT = 0.5            # P(yes) at or above which the judge votes supported, else refuted
+ANSWERS_AT = 0.7              # P(yes) at which the judge reads an answer as answering (dev-chosen: docs/evaluation.md)
 
 
 class YesNoModel(Protocol):
-    """What the judge needs of a language model: P(yes) for a prompt's user turn."""
+    """What the judge needs of a language model: P(yes) of its two questions."""
 
     def p_yes(self, premise: str, hypothesis: str) -> float: ...
+
+    def p_answers(self, question: str, answer: str) -> float: ...
 
 
 class QwenYesNo:
@@ -85,8 +88,15 @@ class JudgeVerifier:
     """A verifier backend: the claim against its aligned evidence (the closest sentence of each cited passage,
     as the meaning check reads it), voting supported or refuted with P(yes) as its score."""
 
-    def __init__(self, model: YesNoModel, name: str = "llm-judge", supported_at: float = SUPPORTED_AT) -> None:
-        self.model, self.name, self.supported_at = model, name, supported_at
+    def __init__(self, model: YesNoModel, name: str = "llm-judge", supported_at: float = SUPPORTED_AT,
+                 answers_at: float = ANSWERS_AT) -> None:
+        self.model, self.name, self.supported_at, self.answers_at = model, name, supported_at, answers_at
+
+    def answers_sync(self, question: str, answer: str) -> tuple[float, str]:
+        """P(the answer says what the question asks for), and why, for the engine's relevance check."""
+        p = round(self.model.p_answers(question, answer), 4)
+        reading = "answering" if p >= self.answers_at else "not answering"
+        return p, f"the judge reads it as {reading} the question (P(yes) = {p:.2f})"
 
     def judge_sync(self, claim: str, evidence: Sequence[Chunk]) -> Judgement:
         if (unchecked := nothing_to_check(claim, evidence, self.name)) is not None:

@@ -104,6 +104,18 @@ def test_detail_shows_candidates_and_claims_escaped(qapp, db_path):
     assert "three moons? <b>no</b>" in shown
 
 
+def test_detail_says_whose_reading_set_an_answer_aside(qapp, db_path):
+    item = queued_items(db_path)[0]
+    honest, liar = item.candidates_summary
+    read = (dataclasses.replace(honest, relevance=0.82, relevance_by="read by ver-judge"),
+            dataclasses.replace(liar, relevance=0.12, off_topic=True, relevance_by="read by <i>judge</i>"))
+    page = item_html(dataclasses.replace(item, candidates_summary=read))
+    shown = page_text(page)
+    assert "answers the question (P = 0.82, read by ver-judge)" in shown
+    assert "does not answer the question (P = 0.12, read by <i>judge</i>)" in shown     # an id is text, not markup
+    assert "<i>judge</i>" not in page
+
+
 def test_decision_form_needs_a_note_for_other_and_cancels_on_escape(qtbot, db_path):
     item = queued_items(db_path)[0]
     form = DecisionForm()

@@ -249,3 +249,27 @@ def test_a_key_variable_that_is_unset_or_not_a_key_is_bad_input(monkeypatch, cap
     assert main.main(argv) == 2
     err = capsys.readouterr().err
     assert "expected hex digits" in err and "sekrit" not in err
+
+
+def verifier_reading_answers(score) -> Starlette:
+    async def validate(request: Request) -> JSONResponse:
+        return JSONResponse({"verdict": "supported", "score": 1})
+
+    async def answers(request: Request) -> JSONResponse:
+        return JSONResponse({"score": score, "reason": "homemade reading"})
+    return Starlette(routes=[health("verifier"), Route("/validate", validate, methods=["POST"]),
+                             Route("/answers", answers, methods=["POST"])])
+
+
+@pytest.mark.parametrize("score, passed, detail", [
+    (0.8, True, "reads answers: P = 0.80 for an answer that answers"),
+    (1.5, False, "the reply breaks AnswersReply: score"),
+])
+async def test_an_optional_answers_route_is_checked_when_it_is_served(score, passed, detail):
+    url, stop = await serving(verifier_reading_answers(score))
+    try:
+        cases = by_name(await run_check(url, Role.VERIFIER, timeout_s=5))
+    finally:
+        await stop()
+    assert cases["answers.optional"].passed is passed and cases["answers.optional"].detail.startswith(detail)
+    assert cases["validate.good"].passed
