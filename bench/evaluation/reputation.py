@@ -429,6 +429,9 @@ class InProcessClient:
     def mode_of(self, spec: AgentSpec) -> str:
         return ""           # no LLM among the agents in process
 
+    def reads_answers(self, spec: AgentSpec) -> bool:
+        return False        # no judge among the agents in process: no verifier is asked POST /answers
+
     async def retrieve(self, spec: AgentSpec, url: str, query: str, k: int, trace_id: str) -> tuple[Chunk, ...]:
         self._call(spec)
         return self.world.retrieve(spec.id, query, k)[:k]

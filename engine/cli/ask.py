@@ -60,7 +60,7 @@ def print_answer(answer) -> None:
     if not answer.answer and answer.candidates:
         print("Positions:")
         for cand in answer.candidates:
-            by = f", {cand.relevance_by}" if cand.relevance_by else ""
+            by = f", {quoted(cand.relevance_by)}" if cand.relevance_by else ""
             meaning = ("" if cand.relevance is None else
                        f", does not answer the question (P {cand.relevance:.2f}{by})" if cand.off_topic else
                        f", answers the question (P {cand.relevance:.2f}{by})")

@@ -278,7 +278,7 @@ def test_every_field_of_a_human_readable_answer_is_quoted(capsys):
     agent = types.SimpleNamespace(agent_id="gen-x", role=Role.GENERATOR, status=CallStatus.MALFORMED, latency_ms=3.0,
                                   mode=bad, error=bad)
     candidate = types.SimpleNamespace(agent_id="gen-x", support_rate=0.5, generation=types.SimpleNamespace(answer=bad),
-                                      relevance=None, off_topic=False)
+                                      relevance=0.3, off_topic=True, relevance_by=bad)
     answer = types.SimpleNamespace(
         question=bad, verdict=Verdict.ABSTAINED, reason=bad, tier_reason=bad, tier=RiskTier.LOW, answer="",
         citations=(types.SimpleNamespace(chunk_id=bad, source=bad, text=bad),), candidates=(candidate,),
@@ -287,7 +287,7 @@ def test_every_field_of_a_human_readable_answer_is_quoted(capsys):
     print_answer(answer)
     out = capsys.readouterr().out
     assert len(out.splitlines()) == 10 and [ch for ch in ACTING if ch in out] == []
-    assert out.count("\\x1b[2J") == 7 and not any(line.startswith(FORGED_START) for line in out.splitlines())
+    assert out.count("\\x1b[2J") == 8 and not any(line.startswith(FORGED_START) for line in out.splitlines())
 
 
 def test_the_trust_trace_and_audit_tables_keep_one_row_a_line(capsys):
