@@ -143,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(report, indent=2))
     report["claims_scored"] = [{"kind": k, "honest": h, "claim": c, "premise": p, "judge": round(j, 4),
                                 "meaning": round(m, 4)} for k, h, c, p, j, m in scored]
+    report["answers_scored"] = [{"kind": kind, "holds_gold": gold, "question": question, "answer": text,
+                                 "judge": round(j, 4), "meaning": round(m, 4)}
+                                for (question, kind, gold, text), j, m in zip(answers, answers_judge, answers_meaning)]
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n")

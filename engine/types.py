@@ -102,6 +102,7 @@ class FaultKind(str, enum.Enum):
     BIAS = "bias"                # generator: advertising or opinion slipped into the answer
     UNCITED = "uncited"          # generator: an extra factual claim with no citation
     SWAP = "swap"                # generator: a name or number swapped for another from its own cited passage
+    OFF_TOPIC = "off-topic"      # generator: a true sentence of its context about the question's subject, not its answer
     OVERREACH = "overreach"      # generator: asks for tools, peers and memory outside its permissions
     MEMORY_POISON = "memory-poison"   # generator: writes an instruction into its memory for later questions
     # Faults of the wire and the process (engine.agents.faults.WireFaults), for any role:

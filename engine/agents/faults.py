@@ -84,6 +84,27 @@ def negate(text: str) -> str:
     return negated if negated != text else f"It is not true that {text[0].lower()}{text[1:]}"
 
 
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 3}
+
+
+def off_topic_sentence(query: str, gen: Generation, context: tuple[Chunk, ...]) -> tuple[str, str] | None:
+    """The true sentence of the context that shares the most words with the question among those the honest
+    answer does not say, and the passage it is from: a true answer to another question about the same thing."""
+    honest = _words(" ".join([gen.answer, *(c.text for c in gen.claims)]))
+    asked = _words(query)
+    best: tuple[int, str, str] | None = None
+    for chunk in context:
+        for sentence in sentences(chunk.text):
+            mine = _words(sentence)
+            if len(mine) < 3 or mine <= honest:       # a fragment, or what the honest answer says anyway
+                continue
+            shared = len(mine & asked)
+            if best is None or shared > best[0]:
+                best = (shared, sentence, chunk.id)
+    return None if best is None else (best[1], best[2])
+
+
 def shared_lie(group: str, query: str) -> Chunk:
     """The same fabricated passage for every colluder of a group, whatever it retrieved."""
     rng = _rng("collude", group, query.lower().strip())
@@ -228,6 +249,13 @@ class FaultInjector:
             claims = tuple(Claim(swapped(c), c.citations) for c in gen.claims)
             answer = claims[0].text if claims and gen.claims and gen.answer == gen.claims[0].text else gen.answer
             return dataclasses.replace(gen, answer=answer, claims=claims)
+        if kind is FaultKind.OFF_TOPIC:
+            said = off_topic_sentence(query, gen, context)
+            if said is None:
+                return gen
+            text, cited = said
+            return Generation(answer=text, reasoning=(f"Passage {cited} says so.",), claims=(Claim(text, (cited,)),),
+                              confidence=gen.confidence or 0.9)
         if kind is FaultKind.OMIT_BEST:
             return gen   # the generator server handles omit-best by answering from its second-best sentence
         return gen

@@ -29,13 +29,14 @@ class RemoteVerifier:
 class RemoteAnswerReader:
     """A judge agent's `POST /answers`, under its timeout_s; a failure raises AgentError (no reading)."""
 
-    def __init__(self, client: AgentClient, spec: AgentSpec, url: str) -> None:
+    def __init__(self, client: AgentClient, spec: AgentSpec, url: str, timeout_s: float | None = None) -> None:
         self.client, self.spec, self.url = client, spec, url
         self.name = spec.id
+        self.timeout_s = spec.timeout_s if timeout_s is None else min(timeout_s, spec.timeout_s)   # a deadline's rest
 
     async def read(self, question: str, answer: str, trace_id: str = "") -> tuple[float, str]:
         try:
             return await asyncio.wait_for(
-                self.client.answers(self.spec, self.url, question, answer, trace_id), self.spec.timeout_s)
+                self.client.answers(self.spec, self.url, question, answer, trace_id), self.timeout_s)
         except asyncio.TimeoutError:
             raise AgentError(self.spec.id, "no reply in time") from None

