@@ -177,6 +177,19 @@ async def test_on_a_dispute_the_judge_is_asked_and_the_question_adjudicated_agai
     assert len(judge.asked) == 2
 
 
+async def test_a_dispute_the_judge_does_not_settle_stands_whatever_the_agreement(verifier):
+    """Two colluders agreeing on a true sentence the judge also reads as answering: no majority picks it."""
+    judge = Reader("ver-judge", {MOONS: 0.9, VOYAGER: 0.85})
+    generations = {"honest": gen(MOONS, "m#0"), "off-1": gen(VOYAGER, "v#0"), "off-2": gen(VOYAGER, "v#0")}
+    first = await adjudicate(QUESTION, generations, CONTEXT, GenerationSettings(), verifier)
+    assert first.verdict is Verdict.ANSWERED and first.chosen.agent_id.startswith("off")   # the pair outvotes
+    decision = await adjudicate_disputes(QUESTION, generations, CONTEXT, GenerationSettings(), verifier, [judge])
+    assert decision.verdict is Verdict.ABSTAINED and decision.chosen is None
+    assert decision.reason.startswith("no consistent conclusion: the judge reads the different supported answers")
+    assert f"of {first.chosen.agent_id}, honest all as answering" in decision.reason
+    assert {c.agent_id for c in decision.candidates} == set(generations)      # both positions are shown
+
+
 async def test_without_a_dispute_the_judge_is_not_asked(verifier):
     judge = Reader("ver-judge", {MOONS: 0.1})
     twins = {"a": gen(MOONS, "m#0"), "b": gen(MOONS, "m#0")}
