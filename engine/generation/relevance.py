@@ -27,7 +27,17 @@ class JudgedRelevance:
     reasons: Mapping[str, str]       # each generator's answer: what the judges said, for people
 
     def describe(self) -> str:
-        return f"read by {', '.join(self.readers)}"
+        return f"{READ_BY}{', '.join(self.readers)}"
+
+
+READ_BY = "read by "
+
+
+def readers_of(relevance_by: str) -> tuple[str, ...]:
+    """The judges named by a candidate's relevance_by (JudgedRelevance.describe); () for any other reading."""
+    if not relevance_by.startswith(READ_BY):
+        return ()
+    return tuple(name for name in relevance_by.removeprefix(READ_BY).split(", ") if name)
 
 
 async def judged_relevance(question: str, answers: Mapping[str, str], readers: Sequence[AnswerReader],

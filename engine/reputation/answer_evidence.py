@@ -16,8 +16,10 @@ otherwise the refuting verifiers are the witnesses.
 Verifiers: a vote that matches the final label is good, a confident vote the others outvoted is bad;
 engine-checked when the engine's own vote is the final label.
 
-An operator's approval or rejection credits or debits the chosen generator and the retrievers of
-the passages it cited (engine-checked: a person looked).
+An operator's approval or rejection credits or debits the chosen generator, the retrievers of
+the passages it cited and the judge agents that read it as answering its question (engine-checked: a
+person looked). A judge's reading of answers is checked by nothing else: the readings decide which answers
+are set aside, so only a person can say the judge read wrongly.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from typing import Any, Iterable, Mapping
 
 from ..types import CallStatus, ChallengeOutcome, CheckReason, ClaimLabel, RiskTier, Role, SuspectReason, Verdict
 from ..answer import Answer
+from ..generation.relevance import readers_of
 from ..stages.model import StageKind
 from .evidence import EvidenceReason, Observation, is_good
 
@@ -183,30 +186,40 @@ class DecidedAnswer:
     answer: str
     generators: tuple[str, ...]           # generators whose answer is the given one
     cited_retrievers: tuple[str, ...]     # retrievers that returned a passage the answer cites
+    answer_readers: tuple[str, ...] = ()  # judge agents that read the given answer as answering its question
 
     @classmethod
     def from_answer(cls, answer: Answer) -> "DecidedAnswer":
         cited = {c.chunk_id for c in answer.citations}
-        return cls(answer.trace_id, answer.tier, answer.answer,
-                   tuple(c.agent_id for c in answer.candidates if answer.answer and c.generation.answer == answer.answer),
-                   tuple(sorted({a for c in answer.context if c.chunk.id in cited for a in c.supported_by})))
+        given = [c for c in answer.candidates if answer.answer and c.generation.answer == answer.answer]
+        return cls(answer.trace_id, answer.tier, answer.answer, tuple(c.agent_id for c in given),
+                   tuple(sorted({a for c in answer.context if c.chunk.id in cited for a in c.supported_by})),
+                   _readers(c.relevance_by for c in given if not c.off_topic))
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> "DecidedAnswer":
         text = str(payload.get("answer", ""))
         cited = {c.get("chunk_id") for c in payload.get("citations", ()) if isinstance(c, Mapping)}
-        generators = tuple(c.get("agent_id", "") for c in payload.get("candidates", ()) if isinstance(c, Mapping)
-                           and text and (c.get("generation") or {}).get("answer") == text)
+        given = [c for c in payload.get("candidates", ()) if isinstance(c, Mapping)
+                 and text and (c.get("generation") or {}).get("answer") == text]
+        generators = tuple(c.get("agent_id", "") for c in given)
         retrievers = sorted({a for c in payload.get("context", ()) if isinstance(c, Mapping)
                              and (c.get("chunk") or {}).get("id") in cited for a in c.get("supported_by", ())})
         return cls(str(payload.get("trace_id", "")), RiskTier(payload.get("tier", RiskTier.MEDIUM.value)), text,
-                   generators, tuple(retrievers))
+                   generators, tuple(retrievers),
+                   _readers(str(c.get("relevance_by") or "") for c in given if not c.get("off_topic")))
+
+
+def _readers(relevance_by: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({name for described in relevance_by for name in readers_of(described)}))
 
 
 def operator_observations(decided: DecidedAnswer, approved: bool) -> list[Observation]:
-    """An operator's decision on an answer: the generators that gave it and the retrievers of the passages
-    it cited are credited (approved) or debited (rejected). Engine-checked: a person looked."""
+    """An operator's decision on an answer: the generators that gave it, the retrievers of the passages it
+    cited and the judges that read it as answering are credited (approved) or debited (rejected).
+    Engine-checked: a person looked."""
     reason = EvidenceReason.OPERATOR_APPROVED if approved else EvidenceReason.OPERATOR_REJECTED
-    agents = {a: Role.GENERATOR for a in decided.generators} | {a: Role.RETRIEVER for a in decided.cited_retrievers}
+    agents = ({a: Role.VERIFIER for a in decided.answer_readers} | {a: Role.GENERATOR for a in decided.generators}
+              | {a: Role.RETRIEVER for a in decided.cited_retrievers})
     return [Observation.from_reasons(agent, role, decided.trace_id, decided.tier, (reason,), engine_checked=True)
             for agent, role in sorted(agents.items())]

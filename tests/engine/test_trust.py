@@ -91,6 +91,23 @@ def test_an_operator_decision_names_the_generator_and_the_cited_retrievers_from_
     assert all(o.engine_checked and o.reasons == (EvidenceReason.OPERATOR_REJECTED,) for o in rejected)
 
 
+def test_an_operator_decision_reaches_the_judges_that_read_the_given_answer_as_answering():
+    import dataclasses
+    from engine.types import to_jsonable
+    a = answer()
+    read = dataclasses.replace(a.candidates[0], relevance=0.9, relevance_by="read by ver-judge, ver-judge-2")
+    set_aside = dataclasses.replace(a.candidates[1], relevance=0.1, off_topic=True, relevance_by="read by ver-x")
+    a = dataclasses.replace(a, candidates=(read, set_aside))
+    live = DecidedAnswer.from_answer(a)
+    assert live == DecidedAnswer.from_payload(json.loads(json.dumps(to_jsonable(a))))
+    assert live.answer_readers == ("ver-judge", "ver-judge-2")     # not ver-x: it read another answer
+    approved = by_agent(operator_observations(live, approved=True))
+    assert approved["ver-judge"].role is Role.VERIFIER and approved["ver-judge"].engine_checked
+    assert approved["ver-judge"].reasons == (EvidenceReason.OPERATOR_APPROVED,) and "ver-x" not in approved
+    meaning = dataclasses.replace(a, candidates=(dataclasses.replace(read, relevance_by="the meaning verifier"),))
+    assert DecidedAnswer.from_answer(meaning).answer_readers == ()   # the engine's own reading names no agent
+
+
 AGENTS = (("ret-a", Role.RETRIEVER), ("ret-b", Role.RETRIEVER), ("ret-rogue", Role.RETRIEVER),
           ("gen-a", Role.GENERATOR), ("gen-liar", Role.GENERATOR), ("ver-x", Role.VERIFIER),
           ("ver-liar", Role.VERIFIER))
