@@ -148,7 +148,7 @@ def _add_cascade_parser(commands) -> None:
 
 
 def _add_generation_parser(commands) -> None:
-    from .generation_profiles import HEADLINE_NAMES, LEGACY
+    from .generation_profiles import HEADLINE_NAMES, LEGACY, LLM_WRITTEN
     gen = commands.add_parser("generation", help="run trusted generation against liars that build their lies from "
                                                  "the cited passage (per lie profile, and a clean run) on HotpotQA")
     gen.add_argument("--hotpot", type=Path,
@@ -156,7 +156,8 @@ def _add_generation_parser(commands) -> None:
     gen.add_argument("--limit", type=int, help="first N questions only (default: all)")
     gen.add_argument("--profiles", default=",".join(HEADLINE_NAMES),
                      help=f"comma-separated lie profiles (default: {','.join(HEADLINE_NAMES)}; legacy rules: "
-                          f"{','.join(p.name for p in LEGACY)})")
+                          f"{','.join(p.name for p in LEGACY)}; written by the Qwen 1.5B model after `make judge`: "
+                          f"{','.join(p.name for p in LLM_WRITTEN)})")
     gen.add_argument("--k", type=int, default=5, help="context size: the top K paragraphs by the dense retriever")
     gen.add_argument("--seed", type=int, default=0, help="fault profile seed (which lie, which generator id lies)")
     gen.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
@@ -352,6 +353,20 @@ GENERATION_MEASURED = ("agents/retrievers.py", "agents/extractive.py", "agents/f
                        "evaluation/generation_profiles.py")
 
 
+def _lie_writer(cache_dir: Path):
+    """The LLM that writes the llm-rewrite lies: the judge's checked GGUF (`make judge`), its rewrites cached."""
+    from engine.errors import InputError
+    from engine.engine import default_cache_dir
+    from engine.verify.judge_model import judge_model_path
+    from .llm_lies import LlamaRewriter
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        raise InputError("--profiles llm-rewrite*: the lies are written by the Qwen 1.5B model; "
+                         "run `make judge` first") from None
+    return LlamaRewriter(judge_model_path(default_cache_dir()), cache_dir / "llm_lies.json")
+
+
 def _generation(args) -> int:
     from engine.config import load_settings
     from engine.engine import default_cache_dir
@@ -380,6 +395,9 @@ def _generation(args) -> int:
     if settings.meaning.enabled and not args.no_meaning:
         from engine.verify.meaning import MeaningModel
         meaning = MeaningModel()
+    rewriter = None
+    if any(p.lie.value == "llm-rewrite" for p in profiles):
+        rewriter = _lie_writer(cache_dir)
     embedder = real_embedders([kind], cache_dir)[kind]
     try:
         with tempfile.TemporaryDirectory(prefix="quorum-evalgen-") as scratch:
@@ -388,7 +406,8 @@ def _generation(args) -> int:
                 evaluation = GenerationEvaluation(settings.generation, embedder, verifier_embedder=claims.cached,
                                                   warm_verifier=claims.warm, k=args.k, seed=args.seed,
                                                   profiles=profiles, progress=Progress(),
-                                                  meaning=meaning, meaning_settings=settings.meaning)
+                                                  meaning=meaning, meaning_settings=settings.meaning,
+                                                  rewriter=rewriter)
                 result = evaluation.run(questions)
             finally:
                 claims.close()

@@ -46,6 +46,7 @@ from .data import DEFAULT_HOTPOT, Passage, answer_aliases, read_jsonl
 from .generation_profiles import CLEAN, HEADLINE, Profile
 from .honest_generators import HonestKind, generate_all, paraphrase
 from .legacy_lies import legacy_lie
+from .llm_lies import Rewriter, llm_rewrite
 from .lies import (Lie, LieKind, Skip, role_swap, splice, swap_in_passage, true_irrelevant, with_true_quote,
                    wrong_relevant)
 from .splits import split_of
@@ -130,8 +131,9 @@ class Fleet:
         return frozenset(a for a, role in self.roles.items() if role == LIAR)
 
 
-def make_lie(profile: Profile, item: Prepared, seed: int = 0) -> Lie | Skip:
-    """The lie of this profile for this question, built from the honest extractive answer's sentence."""
+def make_lie(profile: Profile, item: Prepared, seed: int = 0, rewriter: Rewriter | None = None) -> Lie | Skip:
+    """The lie of this profile for this question, built from the honest extractive answer's sentence
+    (llm-rewrite: the wrong-relevant lie, rewritten by `rewriter`)."""
     q, kind = item.question, profile.lie
     honest = item.honest[HonestKind.EXTRACTIVE]
     if kind.legacy:
@@ -154,12 +156,14 @@ def make_lie(profile: Profile, item: Prepared, seed: int = 0) -> Lie | Skip:
     else:
         lie = wrong_relevant(q.question, sentence, chunk_id, item.chunks, item.supporting, q.answers, rng,
                              comparison=q.type == "comparison")
+        if kind is LieKind.LLM_REWRITE:
+            lie = llm_rewrite(lie, q.answers, rewriter)
     if isinstance(lie, Lie) and profile.quote_on_challenge:
         lie = with_true_quote(lie)
     return lie
 
 
-def build_fleet(item: Prepared, profile: Profile | None, seed: int = 0) -> Fleet | Skip:
+def build_fleet(item: Prepared, profile: Profile | None, seed: int = 0, rewriter: Rewriter | None = None) -> Fleet | Skip:
     """The clean fleet (profile None: the three honest kinds), or the profile's liars beside honest
     generators drawn from the three kinds; ids shuffled per question and profile."""
     name = profile.name if profile else CLEAN
@@ -168,7 +172,7 @@ def build_fleet(item: Prepared, profile: Profile | None, seed: int = 0) -> Fleet
         members = [(kind.value, item.honest[kind]) for kind in HonestKind]
         lie = None
     else:
-        lie = make_lie(profile, item, seed)
+        lie = make_lie(profile, item, seed, rewriter)
         if isinstance(lie, Skip):
             return lie
         honest = rng.sample(list(HonestKind), profile.honest)
@@ -290,7 +294,8 @@ class GenerationEvaluation:
     def __init__(self, settings: GenerationSettings, embedder, *, verifier_embedder=None,
                  warm_verifier: Callable[[Sequence[str]], None] | None = None, k: int = DEFAULT_K, seed: int = 0,
                  profiles: Sequence[Profile] = HEADLINE, progress: Callable[..., None] | None = None,
-                 adjudicator=adjudicate, meaning=None, meaning_settings: MeaningSettings = MeaningSettings()) -> None:
+                 adjudicator=adjudicate, meaning=None, meaning_settings: MeaningSettings = MeaningSettings(),
+                 rewriter: Rewriter | None = None) -> None:
         if k < 1:
             raise InputError(f"--k must be at least 1, found {k}")
         self.settings = settings
@@ -304,6 +309,7 @@ class GenerationEvaluation:
         self.adjudicator = adjudicator
         self.meaning = meaning                      # the meaning verifier (None: the word checks alone)
         self.meaning_settings = meaning_settings
+        self.rewriter = rewriter                    # the LLM that writes the llm-rewrite lies (None: skipped)
 
     # ---- phase 1 ------------------------------------------------------------------------------
     def _warm(self, questions: Sequence[Question]) -> dict:
@@ -324,7 +330,7 @@ class GenerationEvaluation:
     def judge_one(self, runner: asyncio.Runner, item: Prepared, profile: Profile | None) -> gm.QuestionRow | gm.SkipRow:
         q = item.question
         name = profile.name if profile else CLEAN
-        fleet = build_fleet(item, profile, self.seed)
+        fleet = build_fleet(item, profile, self.seed, self.rewriter)
         if isinstance(fleet, Skip):
             return gm.SkipRow(q.id, item.split, name, fleet.reason)
         inner = EvidenceVerifier(self.verifier_embedder, coverage=self.settings.claim_coverage,

@@ -50,9 +50,18 @@ HEADLINE = (
             about="the answer sentence's start joined to another passage's sentence end, citing both passages"),
     Profile("splice-alone", LieKind.SPLICE, liars=1, honest=0, about="the only generator up tells a splice"),
 )
+# Lies an LLM writes (bench.evaluation.llm_lies): asked for by name, never by default (they need `make judge`).
+LLM_WRITTEN = (
+    Profile("llm-rewrite", LieKind.LLM_REWRITE,
+            about="the wrong-relevant lie rewritten by the Qwen 1.5B model in its own words"),
+    Profile("llm-rewrite-2v1", LieKind.LLM_REWRITE, liars=2, honest=1,
+            about="two generators tell the same LLM-written lie against one honest generator"),
+    Profile("llm-rewrite-alone", LieKind.LLM_REWRITE, liars=1, honest=0,
+            about="the only generator up tells an LLM-written lie"),
+)
 LEGACY = tuple(Profile(kind.value, kind, about="legacy rule from engine.agents.faults") for kind in LieKind
                if kind.legacy)
-ALL = {p.name: p for p in HEADLINE + LEGACY}
+ALL = {p.name: p for p in HEADLINE + LLM_WRITTEN + LEGACY}
 HEADLINE_NAMES = tuple(p.name for p in HEADLINE)
 NOT_GENERATION_FAULTS = {
     "collude": ("a retrieval-side lie (colluding retrievers push one shared fabricated passage into the context); "

@@ -37,6 +37,7 @@ class LieKind(str, enum.Enum):
     TRUE_IRRELEVANT = "true-irrelevant"
     WRONG_RELEVANT = "wrong-relevant"
     SPLICE = "splice"
+    LLM_REWRITE = "llm-rewrite"       # wrong-relevant, rewritten by an LLM in its own words (llm_lies.py)
     # legacy: engine.agents.faults rules (and the server's omit-best)
     FABRICATE = "fabricate"
     CONTRADICT = "contradict"
@@ -51,7 +52,7 @@ class LieKind(str, enum.Enum):
 
 
 HEADLINE_KINDS = (LieKind.SWAP_IN_PASSAGE, LieKind.ROLE_SWAP, LieKind.TRUE_IRRELEVANT, LieKind.WRONG_RELEVANT,
-                  LieKind.SPLICE)
+                  LieKind.SPLICE, LieKind.LLM_REWRITE)
 
 
 class EntityType(str, enum.Enum):

@@ -143,3 +143,49 @@ def test_a_splice_joins_the_answer_sentences_start_to_another_passages_end_and_c
 
 def test_no_splice_without_a_second_passage():
     assert isinstance(splice(QUESTION, SENTENCE, PLUTO, (PLUTO,)), Skip)
+
+
+# --- lies an LLM writes (the model at its boundary: a scripted rewriter) ---------------------------------------
+class ScriptedRewriter:
+    name = "scripted"
+
+    def __init__(self, reply):
+        self.reply, self.asked = reply, []
+
+    def rewrite(self, sentence):
+        self.asked.append(sentence)
+        return self.reply(sentence) if callable(self.reply) else self.reply
+
+
+def _wrong():
+    lie = wrong_relevant(QUESTION, SENTENCE, PLUTO.id, CONTEXT, SUPPORTING, GOLD, rng())
+    assert isinstance(lie, Lie)
+    return lie
+
+
+def test_an_llm_rewrite_keeps_the_planted_value_and_cites_the_same_chunk():
+    from bench.evaluation.llm_lies import llm_rewrite
+    wrong = _wrong()
+    planted = wrong.planted[0]
+    writer = ScriptedRewriter(f'Rewritten sentence: "In 1930, {planted} found Pluto while at Flagstaff\'s Lowell '
+                              f'Observatory."\nI kept every name.')
+    lie = llm_rewrite(wrong, GOLD, writer)
+    assert isinstance(lie, Lie) and lie.kind is LieKind.LLM_REWRITE and writer.asked == [wrong.text]
+    assert lie.text == f"In 1930, {planted} found Pluto while at Flagstaff's Lowell Observatory."
+    assert lie.generation.claims[0].citations == (PLUTO.id,) and lie.planted == wrong.planted
+    assert lie.is_false(lie.text) and not lie.is_false(SENTENCE)
+
+
+def test_a_rewrite_that_is_no_lie_or_no_rewrite_is_skipped_with_the_reason():
+    from bench.evaluation.llm_lies import llm_rewrite
+    wrong = _wrong()
+    cases = {"Pluto was found in 1930 at Flagstaff.": "dropped the planted value",
+             f"{wrong.planted[0]} and Clyde Tombaugh found Pluto in 1930.": "states the gold answer",
+             wrong.text: "did not rewrite", "": "did not rewrite",
+             f"{wrong.planted[0]} found Pluto. " * 20: "more than a rewrite"}
+    for reply, reason in cases.items():
+        skip = llm_rewrite(wrong, GOLD, ScriptedRewriter(reply))
+        assert isinstance(skip, Skip) and skip.kind is LieKind.LLM_REWRITE and reason in skip.reason, reply
+    assert "make judge" in llm_rewrite(wrong, GOLD, None).reason
+    no_lie = Skip(LieKind.WRONG_RELEVANT, "no context sentence states the gold answer")
+    assert llm_rewrite(no_lie, GOLD, ScriptedRewriter("x")).reason == no_lie.reason
