@@ -170,6 +170,9 @@ def _add_generation_parser(commands) -> None:
                           "--llm-agent, on the demo questions and the HotpotQA questions (--limit)")
     gen.add_argument("--llm-agent", metavar="ID", help="the LLM agent of the fleet file (llm-local or openai-chat)")
     gen.add_argument("--fleet", type=Path, help="fleet file for --llm (default: config/fleet.toml)")
+    gen.add_argument("--llm-replay", type=Path, metavar="CASES",
+                     help="with --llm: decide the replies an earlier run recorded (its <report>.llm.jsonl) again, "
+                          "without calling the model (for a change to the checks)")
 
 
 def _add_reputation_parser(commands) -> None:
@@ -455,7 +458,7 @@ def _llm_row(args, settings, questions, cache_dir: Path) -> dict:
     from engine.demo import DEMO_QUESTIONS_PATH
     from .data import read_jsonl
     from .generation import GenerationEvaluation
-    from .llm_row import LlmRow, demo_questions, launch_and_run, pick_llm_agent, summarise
+    from .llm_row import LlmRow, demo_questions, launch_and_run, pick_llm_agent, read_replies, summarise
     from .runner import Progress, real_embedders
 
     fleet = load_fleet(args.fleet)
@@ -468,8 +471,14 @@ def _llm_row(args, settings, questions, cache_dir: Path) -> dict:
         preparer = GenerationEvaluation(settings.generation, embedder, k=args.k, seed=args.seed, profiles=())
         items = [("demo", preparer.prepare(q)) for q in demo] + [("hotpotqa", preparer.prepare(q)) for q in questions]
         progress(f"LLM row: {len(items)} questions prepared; starting {spec.id}", done=True)
-        cases = launch_and_run(fleet, spec, cache_dir / "llm-agent", lambda url: LlmRow(
-            spec, url, settings.generation, embedder, settings.limits, progress).run(items))
+        if args.llm_replay:
+            import asyncio
+            row = LlmRow(spec, "", settings.generation, embedder, settings.limits, progress,
+                         replies=read_replies(args.llm_replay))
+            cases = asyncio.run(row.run(items))
+        else:
+            cases = launch_and_run(fleet, spec, cache_dir / "llm-agent", lambda url: LlmRow(
+                spec, url, settings.generation, embedder, settings.limits, progress).run(items))
     finally:
         embedder.close()
     return {"summary": summarise(cases, spec), "cases": [c.to_json() for c in cases]}

@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from engine.agents.client import AgentClient, outcome, with_mode
+from engine.agents.client import AgentClient, CallResult, outcome, with_mode
 from engine.config import FleetConfig, GenerationSettings, LimitSettings
 from engine.errors import InputError
 from engine.generation.adjudicate import adjudicate
-from engine.types import LLM_BACKEND, AgentKind, AgentSpec, CallStatus, Role, Verdict
+from engine.types import LLM_BACKEND, AgentKind, AgentOutcome, AgentSpec, CallStatus, Claim, Generation, Role, Verdict
 from engine.verify.verifier import EvidenceVerifier
 from .data import Passage
 from .generation import Prepared, Question
@@ -57,6 +58,10 @@ class LlmCase:
     alone_given: bool = False
     alone_correct: bool = False
     alone_unsupported_given: bool = False
+    right: bool = False          # its answer contains the gold answer, given or not
+    reply: dict[str, Any] | None = None        # what it wrote: answer, claims and their citations, confidence
+    alone_checks: tuple[dict[str, Any], ...] = ()   # each claim's check in the decision alone, and why
+    alone_reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -98,6 +103,24 @@ def _given(decision) -> bool:
             and decision.chosen.agent_id == LLM_ID)
 
 
+def reply_json(gen: Generation) -> dict[str, Any]:
+    return {"answer": gen.answer, "reasoning": list(gen.reasoning), "confidence": gen.confidence,
+            "claims": [{"text": c.text, "citations": list(c.citations)} for c in gen.claims]}
+
+
+def reply_from_json(row: dict[str, Any]) -> Generation:
+    """A recorded reply (reply_json) as the Generation it was: for --llm-replay."""
+    return Generation(str(row["answer"]), tuple(row.get("reasoning") or ()),
+                      tuple(Claim(str(c["text"]), tuple(c.get("citations") or ())) for c in row.get("claims") or ()),
+                      float(row.get("confidence") or 0.0))
+
+
+def _checks_json(decision) -> tuple[dict[str, Any], ...]:
+    mine = next((c for c in decision.candidates if c.agent_id == LLM_ID), None) if decision else None
+    return tuple({"claim": c.claim.text, "origin": c.origin.value, "supported": c.supported, "label": c.label.value,
+                  "reason": c.reason} for c in (mine.checks if mine else ()))
+
+
 def judge_case(source: str, item: Prepared, gen_result, decision, alone=None) -> LlmCase:
     """One question's LLM call and the decisions it went into (beside the honest generators, and alone)."""
     out = gen_result.outcome
@@ -113,15 +136,20 @@ def judge_case(source: str, item: Prepared, gen_result, decision, alone=None) ->
     return LlmCase(**base, claims=len(checks), supported=sum(c.supported for c in checks), given=given,
                    correct=given and right, unsupported_given=given and any(not c.supported for c in checks),
                    answer=answer, alone_given=alone_given, alone_correct=alone_given and right,
-                   alone_unsupported_given=alone_given and any(not c.supported for c in alone.chosen.checks))
+                   alone_unsupported_given=alone_given and any(not c.supported for c in alone.chosen.checks),
+                   right=right, reply=reply_json(gen_result.value), alone_checks=_checks_json(alone),
+                   alone_reason=alone.reason if alone is not None else "")
 
 
 class LlmRow:
     """Runs the LLM on prepared questions (context and honest answers made by GenerationEvaluation.prepare)."""
 
     def __init__(self, spec: AgentSpec, url: str, settings: GenerationSettings, verifier_embedder,
-                 limits: LimitSettings = LimitSettings(), progress: Callable[..., None] = lambda *a, **k: None) -> None:
+                 limits: LimitSettings = LimitSettings(), progress: Callable[..., None] = lambda *a, **k: None,
+                 replies: Mapping[str, Generation] | None = None) -> None:
+        """replies: recorded replies by question id (--llm-replay): decided again without calling the model."""
         self.spec, self.url = spec, url
+        self.replies = replies
         self.settings = settings
         self.verifier_embedder = verifier_embedder
         self.limits = limits
@@ -140,9 +168,12 @@ class LlmRow:
         try:
             for number, (source, item) in enumerate(items, start=1):
                 started = time.perf_counter()
-                result = await outcome(spec, client.generate(spec, self.url, item.question.question, item.chunks,
-                                                             f"eval-llm-{item.question.id}"))
-                result = with_mode(result, client.mode_of(spec))
+                if self.replies is not None:
+                    result = replayed(spec, self.replies.get(item.question.id))
+                else:
+                    result = await outcome(spec, client.generate(spec, self.url, item.question.question, item.chunks,
+                                                                 f"eval-llm-{item.question.id}"))
+                    result = with_mode(result, client.mode_of(spec))
                 decision = alone = None
                 if result.value is not None:
                     generations = {kind.value: gen for kind, gen in item.honest.items()} | {LLM_ID: result.value}
@@ -156,9 +187,39 @@ class LlmRow:
         return cases
 
 
+def replayed(spec: AgentSpec, reply: Generation | None) -> CallResult:
+    """A recorded reply as the call's result (no reply recorded: the call failed then)."""
+    status = CallStatus.OK if reply is not None else CallStatus.ERROR
+    return CallResult(AgentOutcome(spec.id, spec.role, status, 0.0, error="" if reply else "no reply recorded"),
+                       reply)
+
+
+def read_replies(path: Path) -> dict[str, Generation]:
+    """The replies of an earlier run's LLM cases (<report>.llm.jsonl), by question id."""
+    replies = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"--llm-replay: cannot read {path}: {exc.strerror}") from None
+    for number, line in enumerate(lines, start=1):
+        try:
+            row = json.loads(line)
+            if row.get("reply"):
+                replies[str(row["id"])] = reply_from_json(row["reply"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"--llm-replay {path}, line {number}: not an LLM case with its reply ({exc})") from None
+    if not replies:
+        raise InputError(f"--llm-replay {path}: no recorded replies (written by a run before replies were kept?)")
+    return replies
+
+
 def _decided_alone(cases: Sequence[LlmCase]) -> dict[str, Any]:
     given = [c for c in cases if c.alone_given]
+    right = [c for c in cases if c.right]
     return {"given_rate": round(len(given) / len(cases), 4) if cases else None,
+            # the honest-LLM target (#28): of the answers it got right, the share given
+            "right_answers": len(right),
+            "right_given_rate": round(sum(c.alone_given for c in right) / len(right), 4) if right else None,
             "given_correct_rate": round(sum(c.alone_correct for c in given) / len(given), 4) if given else None,
             "unsupported_given": sum(c.alone_unsupported_given for c in cases)}
 
@@ -207,7 +268,8 @@ def print_row(summary: dict[str, Any], stream) -> None:
                  f"{cell(summary['latency_ms_p95'])} ms\n")
     alone = summary["alone"]
     stream.write(f"  decided alone (no other generator): given {cell(alone['given_rate'])} · given and right "
-                 f"{cell(alone['given_correct_rate'])} · given with an unsupported claim {alone['unsupported_given']}\n")
+                 f"{cell(alone['given_correct_rate'])} · given with an unsupported claim {alone['unsupported_given']} · "
+                 f"of its {alone['right_answers']} right answers, given {cell(alone['right_given_rate'])}\n")
     stream.write(f"  statuses {summary['statuses']} · modes {summary['modes']}\n")
 
 
@@ -226,7 +288,9 @@ def markdown_lines(summary: dict[str, Any]) -> list[str]:
             "| metric | value | meaning |", "|---|---|---|"] + \
         [f"| {key} | {summary[key]} | {text} |" for key, text in rows] + \
         [f"| alone.{key} | {summary['alone'][key]} | the same reply decided alone, with no other generator |"
-         for key in ("given_rate", "given_correct_rate", "unsupported_given")] + [""]
+         for key in ("given_rate", "given_correct_rate", "unsupported_given")] + \
+        [f"| alone.right_given_rate | {summary['alone']['right_given_rate']} | of its "
+         f"{summary['alone']['right_answers']} answers holding the gold answer, the share given alone (target ≥ 0.8) |", ""]
 
 
 def launch_and_run(fleet: FleetConfig, spec: AgentSpec, cache_dir: Path, run: Callable[[str], Any]) -> Any:

@@ -116,6 +116,12 @@ def test_every_reply_the_model_schema_allows_passes_the_protocol():
     assert reply_schema([])["properties"]["claims"]["items"]["properties"]["citations"]["maxItems"] == 0
 
 
+def test_a_model_must_say_where_it_read_its_answer():
+    """An answer without a claim cites nothing and is refused, however right: the schema asks for one claim."""
+    assert reply_schema(["a#0"])["properties"]["claims"]["minItems"] == 1
+    assert reply_schema([])["properties"]["claims"]["minItems"] == 0     # nothing handed over: nothing to cite
+
+
 @pytest.mark.parametrize("owner, dialect, path", [
     ("me", "json-object-schema", "/v1/chat/completions"),        # llama-cpp-python
     ("library", "ollama", "/api/chat"),                         # Ollama

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
 from bench.evaluation.data import Passage
 from bench.evaluation.generation import Prepared, Question
-from bench.evaluation.llm_row import LLM_ID, demo_questions, judge_case, pick_llm_agent, summarise
+from bench.evaluation.llm_row import (LLM_ID, demo_questions, judge_case, pick_llm_agent, read_replies, replayed,
+                                     summarise)
 from engine.agents.client import CallResult
 from engine.config import FleetConfig
 from engine.errors import InputError
@@ -44,7 +46,8 @@ def test_counts_given_right_and_short_of_support_beside_others_and_alone():
                                                   backend="llm-local"))
     assert summary["valid_reply_rate"] == 0.5 and summary["claim_support_rate"] == 0.5
     assert summary["given_rate"] == 0.0 and summary["given_correct_rate"] is None
-    assert summary["alone"] == {"given_rate": 0.5, "given_correct_rate": 1.0, "unsupported_given": 1}
+    assert summary["alone"] == {"given_rate": 0.5, "right_answers": 1, "right_given_rate": 1.0,
+                                "given_correct_rate": 1.0, "unsupported_given": 1}
     assert summary["statuses"] == {"ok": 1, "malformed": 1} and summary["latency_ms_p50"] == 7000.0
 
 
@@ -67,3 +70,26 @@ def test_demo_questions_mark_the_supporting_documents_chunks_as_gold():
     assert q.id == "demo-q02" and [p.gold for p in q.passages] == [True, False]
     with pytest.raises(InputError, match="record 1"):
         demo_questions(chunks, [{"id": "q", "question": "no answers"}])
+
+
+def test_a_recorded_reply_is_decided_again_as_the_model_wrote_it(tmp_path):
+    mine = candidate(LLM_ID, "Phobos and Deimos", True)
+    case = judge_case("demo", ITEM, CallResult(OK, mine.generation), decided(mine), decided(mine))
+    cases = tmp_path / "run.llm.jsonl"
+    cases.write_text(json.dumps(case.to_json()) + "\n" + json.dumps({"id": "q2", "reply": None}) + "\n")
+    replies = read_replies(cases)
+    assert replies == {"q1": mine.generation}
+    spec = AgentSpec(LLM_ID, Role.GENERATOR, AgentKind.QUORUM_HTTP, backend="llm-local")
+    assert replayed(spec, replies["q1"]).value == mine.generation
+    assert replayed(spec, None).outcome.status is CallStatus.ERROR
+
+
+def test_replaying_a_file_without_replies_says_so(tmp_path):
+    old = tmp_path / "old.llm.jsonl"
+    old.write_text(json.dumps({"id": "q1", "answer": "x"}) + "\n")
+    with pytest.raises(InputError, match="no recorded replies"):
+        read_replies(old)
+    broken = tmp_path / "broken.llm.jsonl"
+    broken.write_text("{not json\n")
+    with pytest.raises(InputError, match="line 1"):
+        read_replies(broken)
