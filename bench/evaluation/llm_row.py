@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from engine.agents.client import AgentClient, CallResult, outcome, with_mode
+from engine.agents.protocol import generation_to_json, parse_generation
 from engine.config import FleetConfig, GenerationSettings, LimitSettings
-from engine.errors import InputError
+from engine.errors import AgentProtocolError, InputError
 from engine.generation.adjudicate import adjudicate
-from engine.types import LLM_BACKEND, AgentKind, AgentOutcome, AgentSpec, CallStatus, Claim, Generation, Role, Verdict
+from engine.types import LLM_BACKEND, AgentKind, AgentOutcome, AgentSpec, CallStatus, Generation, Role, Verdict
 from engine.verify.verifier import EvidenceVerifier
 from .data import Passage
 from .generation import Prepared, Question
@@ -103,18 +104,6 @@ def _given(decision) -> bool:
             and decision.chosen.agent_id == LLM_ID)
 
 
-def reply_json(gen: Generation) -> dict[str, Any]:
-    return {"answer": gen.answer, "reasoning": list(gen.reasoning), "confidence": gen.confidence,
-            "claims": [{"text": c.text, "citations": list(c.citations)} for c in gen.claims]}
-
-
-def reply_from_json(row: dict[str, Any]) -> Generation:
-    """A recorded reply (reply_json) as the Generation it was: for --llm-replay."""
-    return Generation(str(row["answer"]), tuple(row.get("reasoning") or ()),
-                      tuple(Claim(str(c["text"]), tuple(c.get("citations") or ())) for c in row.get("claims") or ()),
-                      float(row.get("confidence") or 0.0))
-
-
 def _checks_json(decision) -> tuple[dict[str, Any], ...]:
     mine = next((c for c in decision.candidates if c.agent_id == LLM_ID), None) if decision else None
     return tuple({"claim": c.claim.text, "origin": c.origin.value, "supported": c.supported, "label": c.label.value,
@@ -137,7 +126,7 @@ def judge_case(source: str, item: Prepared, gen_result, decision, alone=None) ->
                    correct=given and right, unsupported_given=given and any(not c.supported for c in checks),
                    answer=answer, alone_given=alone_given, alone_correct=alone_given and right,
                    alone_unsupported_given=alone_given and any(not c.supported for c in alone.chosen.checks),
-                   right=right, reply=reply_json(gen_result.value), alone_checks=_checks_json(alone),
+                   right=right, reply=generation_to_json(gen_result.value), alone_checks=_checks_json(alone),
                    alone_reason=alone.reason if alone is not None else "")
 
 
@@ -205,8 +194,8 @@ def read_replies(path: Path) -> dict[str, Generation]:
         try:
             row = json.loads(line)
             if row.get("reply"):
-                replies[str(row["id"])] = reply_from_json(row["reply"])
-        except (ValueError, KeyError, TypeError) as exc:
+                replies[str(row["id"])] = parse_generation(LLM_ID, row["reply"])
+        except (ValueError, KeyError, TypeError, AgentProtocolError) as exc:
             raise InputError(f"--llm-replay {path}, line {number}: not an LLM case with its reply ({exc})") from None
     if not replies:
         raise InputError(f"--llm-replay {path}: no recorded replies (written by a run before replies were kept?)")
