@@ -240,7 +240,8 @@ def benign_traffic(gateway, threshold: float | None = None) -> dict:
             part = [r for r in results if r[0] == origin and keep(r)]
             out[name][origin] = {"n": len(part), "fpr": _share(sum(r[3] for r in part), len(part))}
         part = [r for r in results if keep(r)]
-        out[name]["n"], out[name]["fpr"] = len(part), _share(sum(r[3] for r in part), len(part))
+        out[name]["n"], out[name]["n_flagged"] = len(part), sum(r[3] for r in part)
+        out[name]["fpr"] = _share(out[name]["n_flagged"], len(part))
     out["flagged"] = flagged_examples
     out["scan_ms_per_kb_p50"] = round(statistics.median(r[4] for r in results), 3) if results else None
     return out

@@ -72,16 +72,20 @@ def content_id(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def dev_rows(data: Path = DEFAULT_DATA) -> list[dict]:
+def read_rows(data: Path = DEFAULT_DATA) -> list[dict]:
+    """Every record of the file, checked; each keeps its line number as "id" when it has none."""
     out = []
     for line, row in read_jsonl_numbered(data, "prompt-injection data"):
         if not isinstance(row, dict) or not isinstance(row.get("text"), str) or row.get("label") not in (0, 1):
             raise InputError(f"{data}: line {line}: expected text and label 0 or 1")
         if row.get("channel", "data") not in ("data", "user"):
             raise InputError(f"{data}: line {line}: 'channel' must be \"data\" or \"user\"")
-        if split_of(str(row.get("id", line))) == DEV:
-            out.append(row)
+        out.append({**row, "id": str(row.get("id", line))})
     return out
+
+
+def dev_rows(data: Path = DEFAULT_DATA) -> list[dict]:
+    return [row for row in read_rows(data) if split_of(row["id"]) == DEV]
 
 
 def shared_examples(rows: Sequence[dict], *, exclude_source: str = "") -> tuple[list[Example], list[dict]]:
@@ -285,14 +289,13 @@ def save(heads: dict[str, tuple[np.ndarray, float]], path: Path = MODEL_PATH, me
     return path
 
 
-def train(data: Path = DEFAULT_DATA, out: Path = MODEL_PATH, *, l2: float = L2, folds: int = FOLDS,
-          progress=None) -> dict:
-    """Fits both heads on dev, calibrates them on out-of-fold dev scores and writes the artifact."""
-    rows = dev_rows(data)
-    project = project_examples()
+def calibrated_heads(rows: Sequence[dict], project: Sequence[Example], l2: float = L2, folds: int = FOLDS,
+                     progress=None) -> tuple[dict[str, tuple[np.ndarray, float]], dict, list[Example]]:
+    """Both heads fitted on `rows` and `project`, each calibrated at its out-of-fold operating point.
+    Returns the heads, the operating points (raw threshold, out-of-fold fpr and tpr) and every example."""
     scored = out_of_fold(rows, project, l2, folds, progress)
     if progress:
-        progress("final fit on all of dev")
+        progress("final fit on all the training rows")
     raw, every = fit_all(rows, project, l2)
     heads, points = {}, {}
     for head in HEADS:
@@ -302,6 +305,15 @@ def train(data: Path = DEFAULT_DATA, out: Path = MODEL_PATH, *, l2: float = L2, 
         points[head] = {"raw_threshold": round(threshold, 3),
                         "oof_fpr": _rate([s.logit >= threshold for s in mine if s.label == 0]),
                         "oof_tpr": _rate([s.logit >= threshold for s in mine if s.label == 1])}
+    return heads, points, every
+
+
+def train(data: Path = DEFAULT_DATA, out: Path = MODEL_PATH, *, l2: float = L2, folds: int = FOLDS,
+          progress=None) -> dict:
+    """Fits both heads on dev, calibrates them on out-of-fold dev scores and writes the artifact."""
+    rows = dev_rows(data)
+    project = project_examples()
+    heads, points, every = calibrated_heads(rows, project, l2, folds, progress)
     counts = Counter((str(r.get("source_short", "data")), int(r["label"])) for r in rows)
     meta = {"data": data.name, "data_sha256": hashlib.sha256(data.read_bytes()).hexdigest(), "split": DEV,
             "l2": l2, "operating_points": points}
@@ -332,7 +344,7 @@ def calibrate_seeds(embedder, data: Path = DEFAULT_DATA, out: Path | None = None
     scored. A script with fewer than SEED_MIN_BENIGN benign texts gets a point above its closest benign
     text and at least the other script's."""
     from engine.gateway.scanners.base import Channel
-    from engine.gateway.scanners.seeds import CALIBRATION_PATH, SeedSimilarity, load_calibration, script
+    from engine.gateway.scanners.seeds import CALIBRATION_PATH, SeedSimilarity, load_calibration
     out = out or CALIBRATION_PATH
     scanner = SeedSimilarity(embedder, calibration={})
     texts: dict[str, list[tuple[str, int]]] = {"data": [], "user": []}
@@ -347,28 +359,10 @@ def calibrate_seeds(embedder, data: Path = DEFAULT_DATA, out: Path | None = None
     for head, items in texts.items():
         if progress:
             progress(f"seeds: embedding {len(items)} {head} texts")
-        # every candidate piece of every text: (cosine, script, label, text index)
-        pieces = [(cos, script(piece), label, i) for i, (t, label) in enumerate(items)
-                  for cos, piece, _ in scanner.nearest(t, Channel(head))]
-        best: dict[tuple[int, str], tuple[float, int]] = {}      # per text and script: its closest piece
-        for c, s, label, i in pieces:
-            best[(i, s)] = max(best.get((i, s), (-1.0, label)), (c, label))
-        midpoint, few = {}, []
-        for written in ("latin", "cjk"):
-            benign = sorted((c for (_, s), (c, label) in best.items() if s == written and label == 0), reverse=True)
-            if len(benign) < SEED_MIN_BENIGN:
-                few.append(written)        # too few to take a quantile: above the closest one
-                midpoint[written] = (benign[0] if benign else 0.0) + SEED_MARGIN
-                continue
-            at = min(int(np.floor(SEED_TARGET_FPR * len(benign))), len(benign) - 1)
-            midpoint[written] = benign[at] + SEED_MARGIN
-        for written in few:               # and never below the other script's point
-            midpoint[written] = max(midpoint.values())
-        midpoint = {k: round(v, 4) for k, v in midpoint.items()}
-        flagged = {}
-        for c, s, label, i in pieces:
-            flagged[i] = flagged.get(i, False) or c >= midpoint[s]
+        pieces = seed_pieces(scanner, [t for t, _ in items], Channel(head))
         labels = [label for _, label in items]
+        midpoint = seed_midpoints(pieces, labels)
+        flagged = seed_flags(pieces, midpoint)
         found[head] = {"midpoint": midpoint["latin"], "midpoint_cjk": midpoint["cjk"],
                        "dev_fpr": _rate([flagged.get(i, False) for i, label in enumerate(labels) if label == 0]),
                        "dev_tpr": _rate([flagged.get(i, False) for i, label in enumerate(labels) if label == 1])}
@@ -379,3 +373,40 @@ def calibrate_seeds(embedder, data: Path = DEFAULT_DATA, out: Path | None = None
                                     "dev": {"data": found["data"], "user": found["user"]}}
     out.write_text(json.dumps(calibration, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return {"path": str(out), "embedder": scanner._key[0], **{head: found[head] for head in HEADS}}
+
+
+SeedPiece = tuple[float, str, int]      # (cosine to the nearest seed, the piece's script, the text's index)
+
+
+def seed_pieces(scanner, texts: Sequence[str], channel) -> list[SeedPiece]:
+    """Every candidate piece of every text, read once (embedding is the costly part)."""
+    from engine.gateway.scanners.seeds import script
+    return [(cos, script(piece), i) for i, t in enumerate(texts) for cos, piece, _ in scanner.nearest(t, channel)]
+
+
+def seed_midpoints(pieces: Sequence[SeedPiece], labels: Sequence[int | None]) -> dict[str, float]:
+    """The cosine midpoint per script from the benign texts' closest pieces; a text labelled None is left
+    out (not part of this calibration)."""
+    best: dict[tuple[int, str], float] = {}         # per benign text and script: its closest piece
+    for c, s, i in pieces:
+        if labels[i] == 0:
+            best[(i, s)] = max(best.get((i, s), -1.0), c)
+    midpoint, few = {}, []
+    for written in ("latin", "cjk"):
+        benign = sorted((c for (_, s), c in best.items() if s == written), reverse=True)
+        if len(benign) < SEED_MIN_BENIGN:
+            few.append(written)        # too few to take a quantile: above the closest one
+            midpoint[written] = (benign[0] if benign else 0.0) + SEED_MARGIN
+            continue
+        at = min(int(np.floor(SEED_TARGET_FPR * len(benign))), len(benign) - 1)
+        midpoint[written] = benign[at] + SEED_MARGIN
+    for written in few:               # and never below the other script's point
+        midpoint[written] = max(midpoint.values())
+    return {k: round(v, 4) for k, v in midpoint.items()}
+
+
+def seed_flags(pieces: Sequence[SeedPiece], midpoint: dict[str, float]) -> dict[int, bool]:
+    flagged: dict[int, bool] = {}
+    for c, s, i in pieces:
+        flagged[i] = flagged.get(i, False) or c >= midpoint[s]
+    return flagged
