@@ -11,11 +11,17 @@ Metrics (each counts one thing):
 - fpr: clean trajectories flagged at any stage.
 - epr: 1 − ErrEM(with CHARM and mitigation) / ErrEM(without). ErrEM is the share of injected
   trajectories whose error reaches the output: a final answer other than the clean run's, or for
-  confidence inflation a final confidence ≥ 0.1 above the clean run's. An answer halted for review
-  does not reach the output (the halted share is reported beside it).
+  confidence inflation a final confidence ≥ 0.1 above the clean run's. A halted answer does not reach
+  the output only when it went to the operator (the cascade outcome says halted, which is what sends
+  it to the approval queue: engine.review.needs_review); a halt that reaches nobody counts as
+  propagated. "halted" and "halted_escalated" are reported beside it.
 - msr: of mitigated trajectories, the share whose mitigation resolved the cascade without a halt and
   gave back the clean run's output.
-- overhead per stage: the monitors' own time at one stage boundary (mean ± sd over `runs` replays).
+- overhead per stage: the monitors' own time at one stage boundary, cold: as they ran in each record's
+  first (clean) trajectory, the first time its passages were seen (the CLI starts an empty embedding
+  cache for it); the warm figure (mean ± sd over `runs` replays) beside it.
+- output-level baseline: the final answer's claims checked against the consensus pool (what the
+  two or more retrievers agreed on, the pool SFV checks against), with no stage boundaries.
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ from engine.settings.cascade import CascadeSettings
 from engine.cascade.trigger import trigger
 from engine.cascade.types import StageScore
 from engine.types import CascadeType
-from engine.stages.model import StageKind, Trajectory
+from engine.stages.model import Trajectory
 from engine.types import ClaimLabel
 from engine.verify.verifier import EvidenceVerifier
 from .cascade_data import CascadeRecord
@@ -60,6 +66,7 @@ class Row:
     propagated_without: bool
     propagated_with: bool
     halted_with: bool
+    escalated_with: bool          # halted and sent to the operator (the cascade outcome's halted)
     mitigated: bool
     mitigation_success: bool
     baseline_fired: bool
@@ -78,38 +85,46 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def escalated(result: RunResult) -> bool:
+    """Halted and held for the operator: the cascade outcome's halted is what needs_review sends to the queue."""
+    return result.halted and result.outcome is not None and result.outcome.halted
+
+
 def _propagated(kind: CascadeType | None, result: RunResult, clean: RunResult) -> bool:
     if result.halted:
-        return False
+        return not escalated(result)
     if kind is CascadeType.CONFIDENCE_INFLATION:
         return result.confidence - clean.confidence >= CONFIDENCE_ERROR or _norm(result.answer) != _norm(clean.answer)
     return _norm(result.answer) != _norm(clean.answer)
 
 
 def output_level_fires(result: RunResult, verifier: EvidenceVerifier) -> bool:
-    """The baseline: the final answer's claims against the evidence the pipeline handed to it, and
-    nothing else (no stage boundaries, no consensus pool)."""
+    """The baseline: the final answer's claims against the consensus pool the monitors check against, and
+    nothing else (no stage boundaries)."""
     final = result.trajectory.stages[-1]
-    evidence = [c for s in result.trajectory.stages if s.kind is StageKind.REASON for c in s.evidence]
+    evidence = list(result.trajectory.pool)
     if not final.claims:
         return False
     return any(verifier.judge_sync(c.text, evidence).label is not ClaimLabel.SUPPORTED for c in final.claims)
 
 
 def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSettings, *,
-            progress: Progress | None = None, seed: int = 0, variant: str = "standard") -> Collected:
+            progress: Progress | None = None, seed: int = 0, variant: str = "standard",
+            retriever_embedder=None) -> Collected:
+    """retriever_embedder: the dense retriever's (default: `embedder`). In the product the retrievers are
+    other processes with their own models, so the CLI gives them their own and the monitors a cold one."""
     monitors = Monitors(embedder, settings)
     baseline = EvidenceVerifier(embedder, name="output-level")
     out = Collected()
     for n, record in enumerate(records, 1):
-        run = RecordRun(record, embedder)
+        run = RecordRun(record, retriever_embedder if retriever_embedder is not None else embedder)
         watch = CascadeMonitor(monitors, settings, mitigate=False)
         clean = run.run(None, watch)
         out.trajectories.append(clean.trajectory)
         split = split_of(record.id)
         gold = lambda text: any(contains_answer(text, a) for a in record.answers)   # noqa: E731
         out.rows.append(Row(record.id, record.dataset, split, run.decomposition.shape.value, None, False,
-                            tuple(watch.scores), False, False, False, False, False,
+                            tuple(watch.scores), False, False, False, False, False, False,
                             output_level_fires(clean, baseline), gold(clean.answer), gold(clean.answer)))
         for kind in CascadeType:
             injection = Injection(kind, seed, variant)
@@ -129,7 +144,7 @@ def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSetting
             success = fired and not mitigated.halted and not with_charm
             out.rows.append(Row(record.id, record.dataset, split, run.decomposition.shape.value, kind,
                                 watched.injected, tuple(watch.scores), without, with_charm, mitigated.halted,
-                                fired, success, output_level_fires(watched, baseline), gold(clean.answer),
+                                escalated(mitigated), fired, success, output_level_fires(watched, baseline), gold(clean.answer),
                                 gold(mitigated.answer), mitigation))
         if progress:
             progress(n, len(records), record.id)
@@ -173,6 +188,7 @@ def propagation(rows: Sequence[Row]) -> dict:
     return {"err_without": _share(without, len(injected)), "err_with": _share(with_charm, len(injected)),
             "epr": round(1 - with_charm / without, 3) if without else None,
             "halted": _share(sum(r.halted_with for r in injected), len(injected)),
+            "halted_escalated": _share(sum(r.escalated_with for r in injected), len(injected)),
             "msr": _share(sum(r.mitigation_success for r in mitigated), len(mitigated)),
             "baseline_epr": round(1 - base_with / without, 3) if without else None}
 
@@ -183,6 +199,14 @@ def baseline(rows: Sequence[Row]) -> dict:
     return {"cdr": _share(sum(r.baseline_fired for r in injected), len(injected)),
             "fpr": _share(sum(r.baseline_fired for r in clean), len(clean)),
             "epr": propagation(rows)["baseline_epr"]}
+
+
+def cold_overhead(rows: Sequence[Row]) -> tuple[float | None, float | None]:
+    """p50 and mean of the monitors' time per stage boundary in each record's first, clean run."""
+    times = [s.elapsed_ms for r in rows if r.injected is None for s in r.scores]
+    if not times:
+        return None, None
+    return round(statistics.median(times), 2), round(statistics.mean(times), 2)
 
 
 def overhead(trajectories: Sequence[Trajectory], embedder, settings: CascadeSettings, runs: int) -> tuple[float, float]:
@@ -208,7 +232,9 @@ def summary(rows: Sequence[Row], settings: CascadeSettings, timing: tuple[float,
     return {"n_injected": found["n_injected"], "n_clean": found["n_clean"], "by_type": found["by_type"],
             "cdr": found["cdr"], "fpr": found["fpr"], "cdd": found["cdd"], "epr": spread["epr"],
             "msr": spread["msr"], "err_without": spread["err_without"], "err_with": spread["err_with"],
-            "halted": spread["halted"],
+            "halted": spread["halted"], "halted_escalated": spread["halted_escalated"],
+            "overhead_ms_per_stage_cold_p50": cold_overhead(rows)[0],
+            "overhead_ms_per_stage_cold_mean": cold_overhead(rows)[1],
             "overhead_ms_per_stage_mean": timing[0], "overhead_ms_per_stage_sd": timing[1],
             "ablation": {name: {k: v for k, v in metrics(rows, settings, use).items() if k in ("cdr", "fpr")}
                          for name, use in ABLATIONS.items()},

@@ -14,6 +14,16 @@ The adaptive variant is an attacker who has read the monitors: its counterfactua
 returned by a second retriever (a colluder, so the consensus pool holds it); its near-copy is
 paraphrased (no longer a near-copy); its wrong inference names an entity from the passages the stage
 was handed, never in the mirrored wording; its inflation stays at 0.1, under the gate's margin.
+
+The independent variant is a faulty reasoner written from outside (#29): it quotes, word for word,
+another sentence of the passages it was handed, one that names a different entity from the honest
+conclusion, cited to its own passage. The other types are injected as in the standard variant.
+
+A faulty reasoner's confidence always comes from its own output (own_confidence): the honest stage's
+confidence scaled by how much of the sub-question its own sentence covers against the honest sentence,
+never the honest figure left standing beside a changed claim.
+
+This module imports nothing of engine.cascade or engine.verify (an import contract in pyproject.toml).
 """
 from __future__ import annotations
 
@@ -22,12 +32,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.cascade.statements import HEDGES
-from engine.types import CascadeType
-from engine.text import content_words
-from engine.types import Chunk
-from engine.verify.sentences import rank_sentences
-from engine.verify.verifier import names
+from engine.text import content_words, sentences
+from engine.types import CascadeType, Chunk
+from .lie_text import proper_names, ranked_sentences
 from .lies import whole_word
 from .variants import paraphrase
 
@@ -38,9 +45,13 @@ FAULTY_RETRIEVER = "retriever-c"
 FAULTY_REASONER = "reasoner-a"
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+# What an editor cuts to make a sentence sound sure: written here from a style guide's list of qualifiers,
+# not read from the monitors (an import contract keeps this module away from engine.cascade and engine.verify).
+QUALIFIERS = frozenset("""about approximately around roughly nearly almost perhaps possibly probably likely maybe
+apparently seemingly arguably reportedly allegedly presumably may might could some several estimated""".split())
 
 
-VARIANTS = ("standard", "adaptive")
+VARIANTS = ("standard", "adaptive", "independent")
 ADAPTIVE_BOOST = 0.1
 COLLUDER = "retriever-b"
 
@@ -56,6 +67,10 @@ class Injection:
         return self.variant == "adaptive"
 
     @property
+    def independent(self) -> bool:
+        return self.variant == "independent"
+
+    @property
     def boost(self) -> float:
         return ADAPTIVE_BOOST if self.adaptive else CONFIDENCE_BOOST
 
@@ -68,13 +83,13 @@ def swap_fact(sentence: str, pool_texts: Sequence[str], avoid: str, rng: random.
     """(old, new, kind): a name in the sentence swapped for another name of the paragraphs with as many
     words, or a year or number changed; None when the sentence states neither."""
     asked = set(content_words(avoid))
-    # In the sentence's order (names() is a set): the same seed draws the same swap in every process.
-    own = sorted((n for n in names(sentence) if not set(content_words(n)) <= asked and whole_word(n).search(sentence)),
+    # In the sentence's order (_names() is a set): the same seed draws the same swap in every process.
+    own = sorted((n for n in _names(sentence) if not set(content_words(n)) <= asked and whole_word(n).search(sentence)),
                  key=lambda n: (sentence.find(n), n))
     if own:
         old = rng.choice(own)
         width = len(old.split())
-        others = sorted({n for t in pool_texts for n in names(t)
+        others = sorted({n for t in pool_texts for n in _names(t)
                          if n not in sentence and old not in n and n not in old and len(n.split()) == width})
         if others:
             return old, rng.choice(others), "name"
@@ -96,7 +111,7 @@ def counterfactual(top: Chunk, sub_question: str, paragraphs: Sequence[Chunk], p
     if use_poison and poison:
         text = rng.choice(list(poison))
         return Chunk(f"{top.id}~cf", " ".join(text.split()), source=top.source, metadata=dict(top.metadata))
-    ranked = rank_sentences(sub_question, [top])
+    ranked = ranked_sentences(sub_question, [top])
     key = ranked[0].text if ranked else top.text
     swap = swap_fact(key, [p.text for p in paragraphs if p.text != top.text], sub_question, rng)
     if swap is None:
@@ -129,6 +144,50 @@ def wrong_inference(sentence: str, title: str, sub_question: str, paragraphs: Se
     return wording.format(sentence=swapped, title=title, sub=sub_question, wrong=new), new
 
 
+def other_sentence(claim: str, sub_question: str, evidence: Sequence[Chunk]) -> tuple[str, Chunk, str] | None:
+    """The independent faulty reasoner's conclusion: the sentence of its passages most like the sub-question
+    that names someone or something the honest claim does not, quoted whole; with its passage and the
+    name it hands the next hop (its first name the sub-question does not hold)."""
+    honest = {n.lower() for n in _names(claim)}
+    asked = set(content_words(sub_question))
+    for ranked in ranked_sentences(sub_question, evidence):
+        named = sorted(_names(ranked.text), key=lambda n: (ranked.text.find(n), n))
+        fresh = [n for n in named if n.lower() not in honest and not set(content_words(n)) <= asked]
+        if ranked.text != claim and fresh:
+            return ranked.text, next(c for c in evidence if c.id == ranked.chunk_id), fresh[0]
+    return None
+
+
+def coverage(sentence: str, title: str, sub_question: str) -> float:
+    """The share of the sub-question's content words a sentence and its passage's title carry."""
+    wanted = set(content_words(sub_question))
+    if not wanted:
+        return 0.0
+    return len(wanted & (set(content_words(sentence)) | set(content_words(title)))) / len(wanted)
+
+
+def own_confidence(honest_confidence: float, honest: tuple[str, str], mine: tuple[str, str], sub_question: str) -> float:
+    """A faulty stage's confidence from its own output: the honest stage's, scaled by its own sentence's
+    coverage of the sub-question against the honest sentence's. (sentence, title) pairs."""
+    theirs = coverage(*honest, sub_question)
+    ours = coverage(*mine, sub_question)
+    if theirs <= 0:
+        return round(min(1.0, ours), 3)
+    return round(min(1.0, honest_confidence * ours / theirs), 3)
+
+
 def strip_hedges(text: str) -> str:
-    kept = [w for w in text.split(" ") if w.lower().strip(",.;:") not in HEDGES]
+    kept = [w for w in text.split(" ") if w.lower().strip(",.;:") not in QUALIFIERS]
     return " ".join(kept)
+
+
+def _names(text: str) -> set[str]:
+    """The attacker's own reading of a text's names: capitalised runs inside each sentence, and the run
+    that opens it when it is more than one word ("Tim Burton directed ...")."""
+    found: set[str] = set()
+    for sentence in sentences(text) or [text]:
+        found.update(proper_names(sentence))
+        opening = re.match(r"((?:[A-Z][\w'.-]*\s+){1,3}[A-Z][\w'.-]*)", sentence)
+        if opening:
+            found.add(opening.group(1).strip(".,;:"))
+    return found

@@ -26,8 +26,8 @@ from engine.stages.runner import Exclusions, RunOutcome, StageRunner
 from engine.types import Chunk, Claim
 from .attacks import seeded
 from .cascade_data import CascadeRecord
-from .cascade_inject import (COLLUDER, FAULTY_REASONER, FAULTY_RETRIEVER, Injection, counterfactual, strip_hedges,
-                             wrong_inference)
+from .cascade_inject import (COLLUDER, FAULTY_REASONER, FAULTY_RETRIEVER, Injection, counterfactual, other_sentence,
+                             own_confidence, strip_hedges, wrong_inference)
 
 K_PER_RETRIEVER = 4
 FORWARD = 3
@@ -127,15 +127,25 @@ class _Steps:
         claim = honest.claims[0]
         if self.injection.kind is CascadeType.INFERENCE:
             chunk = next(c for c in honest.evidence if c.id == claim.citations[0])
-            adaptive = self.injection.adaptive
-            drawn_from = honest.evidence if adaptive else self.record.paragraphs
-            wrong = wrong_inference(claim.text, chunk.title, honest.inputs[0], drawn_from, self._rng(),
-                                    adaptive=adaptive)
-            if wrong is None:
-                return honest
+            sub_question = honest.inputs[0]
+            if self.injection.independent:
+                found = other_sentence(claim.text, sub_question, honest.evidence)
+                if found is None:
+                    return honest
+                sentence, cited, note = found
+                bad = Claim(sentence, (cited.id,))
+            else:
+                adaptive = self.injection.adaptive
+                drawn_from = honest.evidence if adaptive else self.record.paragraphs
+                wrong = wrong_inference(claim.text, chunk.title, sub_question, drawn_from, self._rng(),
+                                        adaptive=adaptive)
+                if wrong is None:
+                    return honest
+                bad, note, cited = Claim(wrong[0], claim.citations), wrong[1], chunk
             self.took_effect = True
-            bad = Claim(wrong[0], claim.citations)
-            return dataclasses.replace(honest, claims=(bad,), output=bad.text, note=wrong[1])
+            confidence = own_confidence(honest.confidence, (claim.text, chunk.title), (bad.text, cited.title),
+                                        sub_question)
+            return dataclasses.replace(honest, claims=(bad,), output=bad.text, note=note, confidence=confidence)
         if self.injection.kind is CascadeType.CONFIDENCE_INFLATION:
             inflated = round(min(1.0, honest.confidence + self.injection.boost), 3)
             stripped = strip_hedges(claim.text)

@@ -141,10 +141,11 @@ def _add_cascade_parser(commands) -> None:
     cas.add_argument("--limit", type=int, help="first N records of each file only")
     cas.add_argument("--runs", type=int, default=5, help="replays of the monitors for the overhead figure (default 5)")
     cas.add_argument("--seed", type=int, default=0, help="which counterfactuals and wordings the injections draw")
-    cas.add_argument("--variant", choices=("standard", "adaptive"), default="standard",
+    cas.add_argument("--variant", choices=("standard", "adaptive", "independent"), default="standard",
                      help="adaptive: an attacker who has read the monitors (a colluding second retriever, a "
                           "paraphrased near-copy, a wrong entity from the stage's own passages in new wording, "
-                          "inflation of 0.1)")
+                          "inflation of 0.1); independent: a faulty reasoner that quotes another sentence of its "
+                          "own passages naming a different entity, with the confidence its own text earns")
     cas.add_argument("--json", type=Path, help="write the summary here, with .md and .svg beside it")
     cas.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     cas.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
@@ -574,15 +575,21 @@ def _cascade(args) -> int:
         loaded = load_records(path)
         records += loaded[:args.limit] if args.limit else loaded
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
-    embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), cache_dir)
+    # The retrievers keep their cache; the monitors start from an empty one, so the overhead is a cold one.
+    retriever_embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), cache_dir)
+    cold = tempfile.TemporaryDirectory(prefix="quorum-cascade-")
+    embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), Path(cold.name))
     progress = Progress()
     try:
         collected = collect(records, embedder, settings.cascade, seed=args.seed, variant=args.variant,
+                            retriever_embedder=retriever_embedder,
                             progress=lambda n, total, rid: progress(f"cascade: {n}/{total} records ({rid})",
                                                                     done=n == total))
         timing = overhead(collected.trajectories, embedder, settings.cascade, args.runs)
     finally:
         embedder.close()
+        retriever_embedder.close()
+        cold.cleanup()
     data = groups(collected.rows, settings.cascade, timing)
     decomposition = measure(DEFAULT_MUSIQUE, DEFAULT_HOTPOT, DEFAULT_CONTROL if DEFAULT_CONTROL.is_file() else None)
     data["decomposition"] = dataclasses.asdict(decomposition)

@@ -1,6 +1,7 @@
 """The cascade evaluation's pieces: loading both formats, injections, and the metrics' arithmetic."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -96,7 +97,7 @@ def _score(index, fired, stage=StageKind.REASON, a=(0.0, 0.0, 0.0)):
 def _row(kind, scores, **kw):
     base = dict(record_id="r", dataset="hotpotqa", split="dev", shape="bridge", injected=kind, took_effect=True,
                 scores=tuple(scores), propagated_without=False, propagated_with=False, halted_with=False,
-                mitigated=False, mitigation_success=False, baseline_fired=False, gold_clean=False, gold_with=False)
+                escalated_with=False, mitigated=False, mitigation_success=False, baseline_fired=False, gold_clean=False, gold_with=False)
     return Row(**{**base, **kw})
 
 
@@ -138,3 +139,49 @@ def test_an_injected_trajectory_differs_from_the_clean_one_only_from_its_stage_o
     assert untouched[0] == untouched[1]                                          # formulate: untouched
     assert injected.trajectory.stages[1].evidence[0].id.endswith("~cf")         # retrieve: a near-copy on top
     assert injected.trajectory.stages[1].evidence[0].text != clean.trajectory.stages[1].evidence[0].text
+
+
+def _hotpot_run():
+    from bench.evaluation.cascade_data import CascadeRecord
+    record = CascadeRecord(
+        "r1", "Were Scott Derrickson and Ed Wood of the same nationality?", ("yes",),
+        tuple(Chunk(f"r1/p{i}", p["text"], source=p["title"], metadata={"title": p["title"]})
+              for i, p in enumerate(HOTPOT["context"])), "hotpotqa")
+    return RecordRun(record, HashEmbedder())
+
+
+def test_the_independent_reasoner_quotes_another_sentence_of_its_passages_with_the_confidence_it_earns():
+    from bench.evaluation.cascade_inject import coverage
+    run = _hotpot_run()
+    clean = run.run(None, None)
+    injected = run.run(Injection(CascadeType.INFERENCE, 0, "independent"), None)
+    assert injected.injected
+    honest, faulty = clean.trajectory.stages[2], injected.trajectory.stages[2]
+    claim = faulty.claims[0]
+    cited = next(c for c in faulty.evidence if c.id == claim.citations[0])
+    assert claim.text != honest.claims[0].text and claim.text in cited.text        # a verbatim quote
+    asked = faulty.inputs[0]
+    mine = coverage(claim.text, cited.title, asked)
+    theirs = coverage(honest.claims[0].text,
+                      next(c for c in honest.evidence if c.id == honest.claims[0].citations[0]).title, asked)
+    assert faulty.confidence == pytest.approx(min(1.0, honest.confidence * mine / theirs), abs=1e-3)
+
+
+def test_a_halt_prevents_the_error_only_when_it_reaches_the_operator():
+    from bench.evaluation.cascade_eval import _propagated, escalated
+    from bench.evaluation.cascade_run import RunResult
+    from engine.cascade.types import CascadeOutcome
+    run = _hotpot_run()
+    clean = run.run(None, None)
+    silent = RunResult("", 0.0, clean.trajectory, None, True, True)
+    held = RunResult("", 0.0, clean.trajectory, CascadeOutcome(True, 2, CascadeType.INFERENCE, resolved=False), True, True)
+    assert not escalated(silent) and _propagated(CascadeType.INFERENCE, silent, clean)
+    assert escalated(held) and not _propagated(CascadeType.INFERENCE, held, clean)
+
+
+def test_the_cold_overhead_reads_the_clean_runs_only():
+    from bench.evaluation.cascade_eval import cold_overhead
+    clean = _row(None, [dataclasses.replace(_score(1, False), elapsed_ms=4.0),
+                        dataclasses.replace(_score(2, False), elapsed_ms=8.0)])
+    warm = _row(CascadeType.RETRIEVAL, [dataclasses.replace(_score(1, False), elapsed_ms=1.0)])
+    assert cold_overhead([clean, warm]) == (6.0, 6.0) and cold_overhead([warm]) == (None, None)
