@@ -3,7 +3,8 @@
 # HotpotQA questions, cycled) answered on the real engine code by a fleet with a constant liar, a 20%
 # liar, a sleeper, a subtle (swap-in-passage) liar, two colluding slanderer retrievers and two slanderer
 # verifiers, a flaky honest retriever and honest agents of each role; once with the reputation book
-# live, once frozen. Dev seeds 1-2 (any evaluation choice was tuned on them), test seeds 11-13 (reported).
+# live, once frozen. Dev seeds 1-2 (any evaluation choice was tuned on them) draw the dev half of the
+# questions, test seeds 11-13 (reported) the test half: no question is replayed across the two.
 # Writes reports/reputation/seed-<S>.{json,md,svg,scores.json} and reports/reputation/summary.md.
 # Run time: about 8 minutes a seed warm on 2 cores (both runs), so about 40 minutes; the first run with an
 # empty embedding cache adds a few minutes (e5 and MiniLM embed the 2,296 passages and the claims).
@@ -16,8 +17,10 @@ out=reports/reputation
 mkdir -p "$out"
 started=$(date +%s)
 for seed in ${SEEDS:-1 2 11 12 13}; do
-  echo "== seed $seed"
-  .venv/bin/python main.py eval reputation --seed "$seed" --json "$out/seed-$seed.json" "$@" \
+  # dev seeds draw the dev half of the questions, test seeds the other half (#29: no question replayed)
+  split=test; [ "$seed" -lt 10 ] && split=dev
+  echo "== seed $seed ($split questions)"
+  .venv/bin/python main.py eval reputation --seed "$seed" --split "$split" --json "$out/seed-$seed.json" "$@" \
     | sed -n '/^reputation evaluation/,/^wall time/p'
 done
 .venv/bin/python -m bench.evaluation.reputation_report summary "$out/summary.md" $(ls "$out"/seed-*.json | grep -v "\.scores\.json$" | sort -V)

@@ -192,6 +192,9 @@ def _add_reputation_parser(commands) -> None:
                      help="override one ReputationSettings field for this run (repeatable), e.g. up_step=0.0625")
     rep.add_argument("--release-after", type=int, default=100,
                      help="questions between the constant liar's quarantine and its release as repaired")
+    rep.add_argument("--split", choices=("all", "dev", "test"), default="all",
+                     help="draw the stream from one split of the question pool (by question id), so dev and test "
+                          "seeds never replay the same questions (default: all)")
     rep.add_argument("--live-only", action="store_true",
                      help="skip the frozen-book run (for settings sweeps: it does not depend on them)")
     rep.add_argument("--hotpot", type=Path,
@@ -527,7 +530,7 @@ def _reputation(args) -> int:
     settings = load_settings(args.settings)
     settings = dataclasses.replace(settings, reputation=reputation_overrides(settings.reputation, args.reputation))
     config = SimConfig(questions=args.questions, seed=args.seed, release_after=args.release_after,
-                       frozen_run=not args.live_only).validate()
+                       frozen_run=not args.live_only, split=args.split).validate()
     corpus, pool = load_pool(args.hotpot)
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
     fingerprint = _source_fingerprint(args.settings, REPUTATION_DEFENCE, REPUTATION_MEASURED)

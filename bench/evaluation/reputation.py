@@ -20,7 +20,8 @@ What is real and what is simulated
 The question stream
     The 40 demo questions (resources/demo_questions.jsonl, their tier as the operator's choice) and the
     200 HotpotQA questions (../shared/data, tier by the risk rules of the settings), over one corpus:
-    the demo corpus plus every HotpotQA paragraph. Shuffled per seed and cycled to the length asked.
+    the demo corpus plus every HotpotQA paragraph. Shuffled per seed and cycled to the length asked;
+    `split` keeps one half of them by the hash of their id (dev seeds and test seeds draw disjoint halves).
     The clock moves `interval_s` per question.
 
 The fleet (ids ret-N, gen-N, ver-N assigned to behaviours at random per seed, so no behaviour owns a
@@ -87,6 +88,7 @@ from .attacks import passage_chunk, seeded
 from .generation import load_questions
 from .honest_generators import FocusedPassageGenerator, ParaphraseGenerator
 from .lies import Lie, LieKind, role_swap, swap_in_passage, wrong_relevant
+from .splits import SPLITS, split_of
 
 DEMO_QUESTIONS = PROJECT_ROOT / "resources" / "demo_questions.jsonl"
 DEMO_CORPUS = PROJECT_ROOT / "resources" / "corpus"
@@ -158,6 +160,9 @@ class SimConfig:
     timeout_s: float = 10.0            # every agent's deadline (a timeout's latency)
     frozen_run: bool = True            # False: the live run only (settings sweeps; the frozen run does not
                                        # depend on the reputation settings but for `start`)
+    # Which questions of the pool the stream draws: "dev" or "test" (the hash of the question id,
+    # splits.py), so dev seeds and test seeds never replay the same questions; "all": the whole pool.
+    split: str = "all"
 
     def validate(self) -> "SimConfig":
         if self.questions < 1:
@@ -166,6 +171,8 @@ class SimConfig:
             raise InputError(f"the intermittent rate must be in [0, 1], found {self.intermittent_rate}")
         if self.interval_s < 0 or self.release_after < 1:
             raise InputError("interval_s must be >= 0 and release_after >= 1")
+        if self.split not in ("all", *SPLITS):
+            raise InputError(f"--split must be one of all, {', '.join(SPLITS)}; found {self.split!r}")
         return self
 
 
@@ -210,6 +217,14 @@ def load_pool(hotpot: Path | None = None, demo_questions: Path = DEMO_QUESTIONS,
             seen.add(chunk.id)
             unique.append(chunk)
     return Corpus(root=Path("reputation-eval"), chunks=tuple(unique)), pool
+
+
+def drawn_from(pool: Sequence[StreamQuestion], split: str) -> list[StreamQuestion]:
+    """The questions of one split of the pool (by the hash of their id), or all of them."""
+    chosen = [q for q in pool if split == "all" or split_of(q.qid) == split]
+    if not chosen:
+        raise InputError(f"no question of the pool falls in the {split} split")
+    return chosen
 
 
 def question_stream(pool: Sequence[StreamQuestion], n: int, seed: int) -> list[StreamQuestion]:
@@ -554,9 +569,9 @@ class ReputationSimulation:
                  progress: Callable[..., None] | None = None) -> None:
         self.settings = settings
         self.corpus = corpus
-        self.pool = list(pool)
-        self.embedders = embedders
         self.config = config.validate()
+        self.pool = drawn_from(pool, config.split)
+        self.embedders = embedders
         self.progress = progress or (lambda message, done=False: None)
         self.ids = assign_ids(config.seed)
         self.stream = question_stream(self.pool, config.questions, config.seed)

@@ -168,3 +168,15 @@ def test_the_report_files_are_written(sixty, tmp_path):
     assert "## Targets" in paths["markdown"].read_text()
     summary = reputation_report.write_summary([paths["json"]], tmp_path / "summary.md")
     assert "| rep | 0 | 60 |" in summary.read_text()
+
+
+def test_dev_and_test_seeds_draw_disjoint_questions(demo_pool):
+    from bench.evaluation.reputation import drawn_from
+    _, pool = demo_pool
+    dev, test = drawn_from(pool, "dev"), drawn_from(pool, "test")
+    assert dev and test and not {q.qid for q in dev} & {q.qid for q in test}
+    assert len(dev) + len(test) == len(pool) == len(drawn_from(pool, "all"))
+    stream = question_stream(dev, 50, seed=1)
+    assert {q.qid for q in stream} <= {q.qid for q in dev}
+    with pytest.raises(InputError, match="--split must be one of"):
+        SimConfig(split="train").validate()
