@@ -326,8 +326,13 @@ class SecureRetrieval:
     def _select(self, scored: list[ContextChunk], marks: _Marks, below: list[bool],
                 suspects: set[str]) -> tuple[tuple[ContextChunk, ...], tuple[ContextChunk, ...], bool]:
         """Top K of the passages with quorum and no anomaly; free places go to clean passages below
-        quorum that no suspected agent returned; with nothing at quorum, the answer says so (fallback)."""
-        order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, scored[i].chunk.id))
+        quorum that no suspected agent returned; with nothing at quorum, the answer says so (fallback).
+        Within each of the two, a passage only one retriever returned never outranks one that two or more
+        returned: a single voice needs corroboration before it can push a corroborated passage out (else
+        one Byzantine retriever's top pick beats a passage two honest ones agree on whose vote weight falls
+        just short of quorum, and the defence does worse than a plain count)."""
+        alone = [len(set(c.supported_by)) < 2 for c in scored]
+        order = sorted(range(len(scored)), key=lambda i: (alone[i], -scored[i].score, scored[i].chunk.id))
         usable = [i for i in order if not (marks.flags[i] & ANOMALY_FLAGS) and i not in marks.redundant]
         at_quorum = [i for i in usable if not below[i]]
         spare = [i for i in usable if below[i] and not set(scored[i].supported_by) & suspects]
