@@ -8,20 +8,20 @@ secure retrieval. Ties are broken by best rank, then by first appearance in flee
   are averaged per question (Byzantine retrievers are as likely to be picked as honest ones).
 - union: every list merged, ranked by how many retrievers returned a text, then by best rank.
 - majority: only texts returned by more than half of the retrievers, ranked like union.
-- trustrag: TrustRAG-style filtering (Zhou et al. 2025, "TrustRAG: Enhancing Robustness and
+- trustrag: TrustRAG's K-means stage (Zhou et al. 2025, "TrustRAG: Enhancing Robustness and
   Trustworthiness in RAG", arXiv:2501.00879), run per retriever list as the paper runs it on one
-  retriever's top-k: K-means (k = 2, deterministic starts, best inertia) over that list's
-  embeddings; the tighter cluster is dropped when its mean pairwise cosine > 0.88 and its mean
-  pairwise ROUGE-L F1 > 0.25; the kept lists are then merged and ranked like union.
+  retriever's top-k, following its code's steps (trustrag_filter): an n-gram gate, standardised
+  embeddings, K-means (k = 2, deterministic starts, best inertia), the tight cluster dropped (cosine
+  > 0.88), near-duplicate pairs (ROUGE-L > 0.25) removed within what is kept; the kept lists are then
+  merged and ranked like union.
 - trustrag-pooled: the same filter once over the union of all lists (this project's earlier variant).
 
 Where the thresholds come from: the paper's first stage clusters the retrieved texts with K-means
 (k = 2) and removes a cluster whose members are suspiciously similar, using an embedding-cosine test
-and an n-gram (ROUGE-L) test. 0.88 (cosine) and 0.25 (ROUGE-L) are the defaults recorded for its
-public code (GitHub HuichiZhou/TrustRAG) when this baseline was first written; they were not
-re-checked against that repository's source in the session that added the per-list variant, and
-TrustRAG's embedder (a SimCSE-style model) differs from ours, so the cosine scale is only roughly
-comparable. TrustRAG's later stages (LLM self-assessment of conflicts) are not reproduced.
+and an n-gram (ROUGE-L) test. 0.88 (cosine) and 0.25 (ROUGE-L) are the values in its public code
+(defend_module.py of HuichiZhou/TrustRAG, as copied in public forks; re-read for #29 together with the
+StandardScaler step and the within-cluster ROUGE removal this baseline now has). TrustRAG's embedder
+(a SimCSE-style model) differs from ours, so the cosine scale is only roughly comparable. TrustRAG's later stages (LLM self-assessment of conflicts) are not reproduced.
 """
 from __future__ import annotations
 
@@ -140,33 +140,77 @@ class TrustRAGResult:
 
 def trustrag_filter(chunks: Sequence[Chunk], embedder, cosine_threshold: float = TRUSTRAG_COSINE,
                     rouge_threshold: float = TRUSTRAG_ROUGE) -> TrustRAGResult:
-    """TrustRAG's K-means stage over one list of distinct texts (order kept): the tighter of two clusters
-    is dropped when both its mean pairwise cosine and its mean pairwise ROUGE-L F1 exceed the thresholds."""
+    """TrustRAG's K-means stage over one list of distinct texts, step by step as its code does it
+    (defend_module.k_mean_filtering, read for #29; kept texts stay in the list's order):
+    1. no pair of texts with ROUGE-L F1 above the n-gram threshold: nothing is filtered;
+    2. the embeddings standardised per dimension (StandardScaler), scaled to unit length, K-means k = 2;
+       each cluster's tightness is the mean pairwise cosine of its raw embeddings;
+    3. a one-text cluster beside a tight one (> threshold): the tight one goes (both, when the single text
+       is as close to the tight cluster's first text); beside a loose one, the single text goes;
+    4. two clusters of two or more: both tight, everything goes; the tighter one tight, it goes and the
+       other is kept; neither tight, both are kept; a kept cluster first loses every near-duplicate pair
+       (ROUGE-L above the threshold, both texts of the pair: group_n_gram_filtering)."""
     chunks = list(chunks)
-    if len(chunks) < 3:
+    texts = [c.text for c in chunks]
+    if len(chunks) < 2 or not any(rouge_l_f1(texts[a], texts[b]) > rouge_threshold
+                                  for a in range(len(texts)) for b in range(a + 1, len(texts))):
         return TrustRAGResult(chunks, [], float("nan"), float("nan"))
-    vectors = np.asarray(embedder.embed_passages([c.text for c in chunks]), dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.where(norms == 0, 1.0, norms)
-    labels = kmeans(vectors, 2)
-    tightness = []
-    for j in (0, 1):
-        members = np.flatnonzero(labels == j)
-        sub = vectors[members]
-        tightness.append((mean_pairwise(sub @ sub.T), j, members))
-    scored = [t for t in tightness if not np.isnan(t[0])]
-    if not scored:
-        return TrustRAGResult(chunks, [], float("nan"), float("nan"))
-    cosine, _, members = max(scored, key=lambda t: (t[0], -t[1]))
-    texts = [chunks[i].text for i in members]
-    rouge_matrix = np.zeros((len(texts), len(texts)))
-    for a in range(len(texts)):
-        for b in range(a + 1, len(texts)):
-            rouge_matrix[a, b] = rouge_matrix[b, a] = rouge_l_f1(texts[a], texts[b])
-    rouge = mean_pairwise(rouge_matrix)
-    drop = set(members.tolist()) if cosine > cosine_threshold and rouge > rouge_threshold else set()
-    kept = [c for i, c in enumerate(chunks) if i not in drop]
-    return TrustRAGResult(kept, [chunks[i] for i in sorted(drop)], round(cosine, 4), round(rouge, 4))
+    raw = np.asarray(embedder.embed_passages(texts), dtype=np.float64)
+    unit = raw / np.where(np.linalg.norm(raw, axis=1, keepdims=True) == 0, 1.0, np.linalg.norm(raw, axis=1, keepdims=True))
+    spread = raw.std(axis=0)
+    standard = (raw - raw.mean(axis=0)) / np.where(spread == 0, 1.0, spread)
+    lengths = np.linalg.norm(standard, axis=1, keepdims=True)
+    if not lengths.any():
+        return TrustRAGResult([], chunks, float("nan"), float("nan"))     # all one point: the code keeps nothing
+    labels = kmeans(standard / np.where(lengths == 0, 1.0, lengths), 2)
+    clusters = [np.flatnonzero(labels == j).tolist() for j in (0, 1)]
+    tight = [mean_pairwise(unit[m] @ unit[m].T) for m in clusters]
+    keep: list[int]
+    singles = [j for j in (0, 1) if len(clusters[j]) == 1]
+    if singles:
+        one, other = singles[0], 1 - singles[0]
+        if len(clusters[other]) == 1 or not tight[other] > cosine_threshold:
+            keep = clusters[other] if len(clusters[other]) > 1 else clusters[0] + clusters[1]
+        elif float(unit[clusters[other][0]] @ unit[clusters[one][0]]) > cosine_threshold:
+            keep = []
+        else:
+            keep = clusters[one]
+        cosine = tight[other]
+    else:
+        hi = 0 if tight[0] >= tight[1] else 1
+        lo = 1 - hi
+        cosine = tight[hi]
+        if tight[lo] > cosine_threshold:
+            keep = []
+        elif tight[hi] < cosine_threshold:
+            keep = _without_near_duplicates(clusters[hi], texts, rouge_threshold) + \
+                _without_near_duplicates(clusters[lo], texts, rouge_threshold)
+        else:
+            keep = _without_near_duplicates(clusters[lo], texts, rouge_threshold)
+    tighter = clusters[int(np.nanargmax([t if not np.isnan(t) else -2.0 for t in tight]))]
+    pair_rouge = [rouge_l_f1(texts[a], texts[b]) for i, a in enumerate(tighter) for b in tighter[i + 1:]]
+    rouge = float(np.mean(pair_rouge)) if pair_rouge else float("nan")
+    kept = set(keep)
+    return TrustRAGResult([c for i, c in enumerate(chunks) if i in kept], [c for i, c in enumerate(chunks) if i not in kept],
+                          round(cosine, 4) if not np.isnan(cosine) else cosine, round(rouge, 4) if not np.isnan(rouge) else rouge)
+
+
+def _without_near_duplicates(members: Sequence[int], texts: Sequence[str], threshold: float) -> list[int]:
+    """A cluster less every text that has a near-duplicate (ROUGE-L F1 above the threshold) after it, that
+    near-duplicate, and every text as close to the first such text: TrustRAG removes both of a pair."""
+    gone: set[int] = set()
+    first: int | None = None
+    for n, i in enumerate(members):
+        if i in gone:
+            continue
+        for j in members[n + 1:]:
+            if rouge_l_f1(texts[i], texts[j]) > threshold:
+                gone.update((i, j))
+                first = i if first is None else first
+                break
+        if first is not None and rouge_l_f1(texts[i], texts[first]) > threshold:
+            gone.add(i)
+    return [i for i in members if i not in gone]
 
 
 def _distinct(chunks: Sequence[Chunk]) -> list[Chunk]:

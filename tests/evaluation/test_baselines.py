@@ -58,8 +58,9 @@ def test_kmeans_separates_two_blobs_deterministically():
 
 def test_trustrag_drops_a_tight_near_duplicate_cluster():
     dupes = [f"Harwick is where the composer Edwin Vale was born in 1901{' indeed' * i}." for i in range(4)]
-    honest = [Chunk(f"h{i}", t) for i, t in enumerate(FILLER[:6])]
-    replies = {"r1": honest[:4], "r2": honest[2:], "r3": [Chunk(f"p{i}", t) for i, t in enumerate(dupes)] + honest[:1]}
+    honest = [Chunk(f"h{i}", t) for i, t in enumerate(FILLER[:10])]
+    replies = {"r1": honest[:4], "r2": [honest[0], honest[1], honest[6], honest[7]],
+               "r3": [Chunk(f"p{i}", t) for i, t in enumerate(dupes)] + honest[:1]}
     out = baselines.trustrag(replies, 5, HashEmbedder())
     assert {x.id for x in out.dropped} == {"p0", "p1", "p2", "p3"}      # found in r3's own list
     assert out.per_agent["r3"].cosine > 0.88 and out.per_agent["r3"].rouge > 0.25
@@ -69,9 +70,28 @@ def test_trustrag_drops_a_tight_near_duplicate_cluster():
     assert {x.id for x in pooled.dropped} == {"p0", "p1", "p2", "p3"} and pooled.cosine > 0.88
 
 
+def test_trustrag_removes_near_duplicate_pairs_inside_loose_clusters_as_its_code_does():
+    # FILLER[2:6] holds two pairs with ROUGE-L F1 just over 0.25 and no tight cluster: TrustRAG's
+    # group_n_gram_filtering takes out both texts of each pair, honest or not.
+    chunks = [Chunk(f"h{i}", t) for i, t in enumerate(FILLER[2:6])]
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4) if rouge_l_f1(FILLER[2 + a], FILLER[2 + b]) > 0.25]
+    assert pairs
+    out = baselines.trustrag_filter(chunks, HashEmbedder())
+    assert out.cosine < 0.88 and {c.id for c in out.dropped} <= {f"h{i}" for pair in pairs for i in pair}
+    assert out.dropped and len(out.context) + len(out.dropped) == 4
+
+
+def test_trustrag_filters_nothing_when_no_two_texts_share_a_quarter_of_their_words():
+    chunks = [Chunk(f"h{i}", FILLER[i]) for i in (0, 1, 6, 7)]
+    out = baselines.trustrag_filter(chunks, HashEmbedder())
+    assert out.context == chunks and out.dropped == []
+
+
 def test_trustrag_keeps_everything_without_a_tight_cluster():
     honest = [Chunk(f"h{i}", t) for i, t in enumerate(FILLER)]
     replies = {"r1": honest[:6], "r2": honest[6:]}
     out = baselines.trustrag(replies, 5, HashEmbedder())
     assert out.dropped == [] and [x.id for x in out.context] == [x.id for x in baselines.union(replies, 5)]
-    assert baselines.trustrag_pooled(replies, 5, HashEmbedder()).dropped == []
+    pooled = baselines.trustrag_pooled(replies, 5, HashEmbedder()).dropped
+    # pooled, the only texts to go are near-duplicate pairs (ROUGE-L over 0.25), never a tight cluster
+    assert all(any(rouge_l_f1(c.text, t) > 0.25 for t in FILLER if t != c.text) for c in pooled)
