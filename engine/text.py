@@ -65,6 +65,18 @@ def numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
+_SPELLED = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_SPELLED.update({w: str(10 * i) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)})
+
+
+def spelled_numbers(text: str) -> set[str]:
+    """The numbers a text writes out in words ("four" -> "4"; zero to twenty and the tens), as digits: an
+    answer of 4 is in a passage that says "four large moons"."""
+    return {_SPELLED[w] for w in words(text) if w in _SPELLED}
+
+
 # A full stop after these does not end a sentence ("Dr. Smith", "Mt. Everest", "Fig. 3").
 _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "mt", "vs", "jr", "sr", "fig", "approx", "cf",
                             "al", "gen", "lt", "col", "sgt", "capt", "vol", "pp", "eds"})
@@ -100,9 +112,10 @@ def sentences(text: str) -> list[str]:
 
 
 def coverage(claim: str, evidence: str) -> float:
-    """Share of a claim's content words that the evidence text contains (0 for a claim with none)."""
+    """Share of a claim's content words that the evidence text contains (0 for a claim with none); a digit
+    the evidence spells out ("4" for "four") is contained."""
     wanted = set(content_words(claim))
-    return len(wanted & set(content_words(evidence))) / len(wanted) if wanted else 0.0
+    return len(wanted & (set(content_words(evidence)) | spelled_numbers(evidence))) / len(wanted) if wanted else 0.0
 
 
 def jaccard(a: set[str], b: set[str]) -> float:

@@ -18,7 +18,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from ..text import content_words, coverage, negation_count, numbers, sentences, words
+from ..text import content_words, coverage, negation_count, numbers, sentences, spelled_numbers, words
 from ..types import Chunk, ClaimLabel, Vote
 from .alignment import conflicts, mid_sentence_capitals, names_every_entity
 
@@ -109,7 +109,7 @@ class EvidenceVerifier:
                 sentence, score, conflict = next(item for item in found if item[2])
                 return Judgement(ClaimLabel.REFUTED, round(score, 3),
                                  "; ".join(c.describe() for c in conflict) + f" (\"{_short(sentence)}\")", self.name)
-        other_numbers = numbers(claim) - numbers(text)
+        other_numbers = numbers(claim) - numbers(text) - spelled_numbers(text)
         if other_numbers and numbers(best) and alignment >= self.alignment:
             return Judgement(ClaimLabel.REFUTED, round(alignment, 3),
                              f"numbers differ: {', '.join(sorted(other_numbers))} where the evidence says "

@@ -31,6 +31,14 @@ async def test_swapped_number_is_refuted(verifier):
     assert check.label is ClaimLabel.REFUTED and "1979" in check.reason
 
 
+async def test_a_number_the_evidence_spells_out_is_in_the_evidence(verifier):
+    # The LLM generator answered "4" from "four large Galilean moons"; a digit for a spelled number is the same number.
+    check = await check_claim(Claim("2", ("m#0",)), EVIDENCE, verifier)
+    assert "numbers not in the evidence" not in check.reason
+    wrong = await check_claim(Claim("3", ("m#0",)), EVIDENCE, verifier)
+    assert wrong.label is not ClaimLabel.SUPPORTED and "3" in wrong.reason
+
+
 async def test_negation_is_refuted(verifier):
     check = await check_claim(Claim("Voyager 1 was not launched in 1977.", ("v#0",)), EVIDENCE, verifier)
     assert check.label is ClaimLabel.REFUTED and "opposite" in check.reason
