@@ -57,6 +57,10 @@ class RetrievalSettings:
     mirror_corroboration: float = 0.6   # share of such a passage's claim another passage must carry to corroborate it
     tamper_similarity: float = 0.9    # cosine above which differing numbers or names mean an edited copy
     min_cluster_size: int = 2     # HDBSCAN
+    # May a passage only one retriever returned fill a free place of the context (below quorum, no suspect
+    # returned it)? Off: a single voice never reaches the generators, whatever room is left (#29: one
+    # Byzantine retriever of four then plants nothing, as under a majority vote, at the cost of shorter contexts).
+    lone_spares: bool = False
 
 
 @dataclass(frozen=True)

@@ -326,18 +326,19 @@ class SecureRetrieval:
     def _select(self, scored: list[ContextChunk], marks: _Marks, below: list[bool],
                 suspects: set[str]) -> tuple[tuple[ContextChunk, ...], tuple[ContextChunk, ...], bool]:
         """Top K of the passages with quorum and no anomaly; free places go to clean passages below
-        quorum that no suspected agent returned; with nothing at quorum, the answer says so (fallback).
-        Within each of the two, a passage only one retriever returned never outranks one that two or more
-        returned: a single voice needs corroboration before it can push a corroborated passage out (else
-        one Byzantine retriever's top pick beats a passage two honest ones agree on whose vote weight falls
-        just short of quorum, and the defence does worse than a plain count)."""
+        quorum that no suspected agent returned (a passage only one retriever returned, only where
+        settings.lone_spares allows); with nothing at quorum, the answer says so (fallback).
+        A passage only one retriever returned never outranks one that two or more returned, at quorum or
+        not: a single voice needs corroboration before it can push a corroborated passage out (else one
+        Byzantine retriever's top pick, or one heavy vote, beats a passage two honest retrievers agree on
+        whose vote weight falls short of quorum, and the defence does worse than a plain count)."""
         alone = [len(set(c.supported_by)) < 2 for c in scored]
-        order = sorted(range(len(scored)), key=lambda i: (alone[i], -scored[i].score, scored[i].chunk.id))
+        order = sorted(range(len(scored)), key=lambda i: (alone[i], below[i], -scored[i].score, scored[i].chunk.id))
         usable = [i for i in order if not (marks.flags[i] & ANOMALY_FLAGS) and i not in marks.redundant]
-        at_quorum = [i for i in usable if not below[i]]
-        spare = [i for i in usable if below[i] and not set(scored[i].supported_by) & suspects]
-        chosen = (at_quorum + spare)[:self.settings.context_k]
-        fallback = not at_quorum and bool(chosen)
+        allowed = [i for i in usable if not below[i] or (not set(scored[i].supported_by) & suspects
+                                                         and (self.settings.lone_spares or not alone[i]))]
+        chosen = allowed[:self.settings.context_k]
+        fallback = bool(chosen) and all(below[i] for i in chosen)
         picked = set(chosen)
         excluded = tuple(scored[i] for i in order if i not in picked)
         return tuple(scored[i] for i in chosen), excluded, fallback

