@@ -156,13 +156,12 @@ def trustrag_filter(chunks: Sequence[Chunk], embedder, cosine_threshold: float =
                                   for a in range(len(texts)) for b in range(a + 1, len(texts))):
         return TrustRAGResult(chunks, [], float("nan"), float("nan"))
     raw = np.asarray(embedder.embed_passages(texts), dtype=np.float64)
-    unit = raw / np.where(np.linalg.norm(raw, axis=1, keepdims=True) == 0, 1.0, np.linalg.norm(raw, axis=1, keepdims=True))
+    unit = _unit_rows(raw)
     spread = raw.std(axis=0)
     standard = (raw - raw.mean(axis=0)) / np.where(spread == 0, 1.0, spread)
-    lengths = np.linalg.norm(standard, axis=1, keepdims=True)
-    if not lengths.any():
+    if not np.linalg.norm(standard, axis=1).any():
         return TrustRAGResult([], chunks, float("nan"), float("nan"))     # all one point: the code keeps nothing
-    labels = kmeans(standard / np.where(lengths == 0, 1.0, lengths), 2)
+    labels = kmeans(_unit_rows(standard), 2)
     clusters = [np.flatnonzero(labels == j).tolist() for j in (0, 1)]
     tight = [mean_pairwise(unit[m] @ unit[m].T) for m in clusters]
     keep: list[int]
@@ -193,6 +192,11 @@ def trustrag_filter(chunks: Sequence[Chunk], embedder, cosine_threshold: float =
     kept = set(keep)
     return TrustRAGResult([c for i, c in enumerate(chunks) if i in kept], [c for i, c in enumerate(chunks) if i not in kept],
                           round(cosine, 4) if not np.isnan(cosine) else cosine, round(rouge, 4) if not np.isnan(rouge) else rouge)
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
 
 
 def _without_near_duplicates(members: Sequence[int], texts: Sequence[str], threshold: float) -> list[int]:

@@ -229,12 +229,12 @@ def summary(rows: Sequence[Row], settings: CascadeSettings, timing: tuple[float,
     """The issue's JSON shape, for one group of rows."""
     found = metrics(rows, settings)
     spread = propagation(rows)
+    cold = cold_overhead(rows)
     return {"n_injected": found["n_injected"], "n_clean": found["n_clean"], "by_type": found["by_type"],
             "cdr": found["cdr"], "fpr": found["fpr"], "cdd": found["cdd"], "epr": spread["epr"],
             "msr": spread["msr"], "err_without": spread["err_without"], "err_with": spread["err_with"],
             "halted": spread["halted"], "halted_escalated": spread["halted_escalated"],
-            "overhead_ms_per_stage_cold_p50": cold_overhead(rows)[0],
-            "overhead_ms_per_stage_cold_mean": cold_overhead(rows)[1],
+            "overhead_ms_per_stage_cold_p50": cold[0], "overhead_ms_per_stage_cold_mean": cold[1],
             "overhead_ms_per_stage_mean": timing[0], "overhead_ms_per_stage_sd": timing[1],
             "ablation": {name: {k: v for k, v in metrics(rows, settings, use).items() if k in ("cdr", "fpr")}
                          for name, use in ABLATIONS.items()},

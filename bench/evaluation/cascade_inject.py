@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.text import content_words, sentences
+from engine.text import content_words, coverage, sentences
 from engine.types import CascadeType, Chunk
 from .lie_text import proper_names, ranked_sentences
 from .lies import whole_word
@@ -158,19 +158,11 @@ def other_sentence(claim: str, sub_question: str, evidence: Sequence[Chunk]) -> 
     return None
 
 
-def coverage(sentence: str, title: str, sub_question: str) -> float:
-    """The share of the sub-question's content words a sentence and its passage's title carry."""
-    wanted = set(content_words(sub_question))
-    if not wanted:
-        return 0.0
-    return len(wanted & (set(content_words(sentence)) | set(content_words(title)))) / len(wanted)
-
-
 def own_confidence(honest_confidence: float, honest: tuple[str, str], mine: tuple[str, str], sub_question: str) -> float:
     """A faulty stage's confidence from its own output: the honest stage's, scaled by its own sentence's
     coverage of the sub-question against the honest sentence's. (sentence, title) pairs."""
-    theirs = coverage(*honest, sub_question)
-    ours = coverage(*mine, sub_question)
+    theirs = coverage(sub_question, " ".join(honest))
+    ours = coverage(sub_question, " ".join(mine))
     if theirs <= 0:
         return round(min(1.0, ours), 3)
     return round(min(1.0, honest_confidence * ours / theirs), 3)

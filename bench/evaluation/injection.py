@@ -214,14 +214,22 @@ def _share(part: int, whole: int) -> float | None:
 
 # --- benign agent traffic --------------------------------------------------------------------------
 
-def benign_traffic(gateway, threshold: float | None = None) -> dict:
-    """The project's benign tool output through the DATA channel: how much of it the gateway holds."""
+def benign_texts() -> list[tuple[str, str, str]]:
+    """(origin, kind, text) of the project's benign tool output: the agent traffic and a corpus sample."""
     from engine.ingest.corpus import load_corpus
     from bench.train.gateway import BENIGN, CORPUS, content_id
     rows = [row for _, row in read_jsonl_numbered(BENIGN, BENIGN.name)]
     chunks = sorted(load_corpus(CORPUS).chunks, key=lambda c: content_id(c.text))
     texts = [("benign_agent_traffic", str(r.get("kind", "")), r["text"]) for r in rows]
-    texts += [("corpus", "passage", c.text) for c in chunks[:CORPUS_SAMPLE]]
+    return texts + [("corpus", "passage", c.text) for c in chunks[:CORPUS_SAMPLE]]
+
+
+def benign_traffic(gateway, threshold: float | None = None,
+                   texts: Sequence[tuple[str, str, str]] | None = None) -> dict:
+    """The project's benign tool output through the DATA channel: how much of it the gateway holds.
+    texts: benign_texts(), when the caller screens them through several gateways."""
+    from bench.train.gateway import content_id
+    texts = benign_texts() if texts is None else texts
     out: dict = {"held_out": {}, "all": {}}
     flagged_examples = []
     results = []
@@ -365,16 +373,22 @@ def markdown(data: dict) -> list[str]:
 
 
 def write_outputs(data: dict, rows: Sequence[Scored], out: Path, lines: list[str]) -> list[Path]:
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     curves = {}
     for split in (TEST, DEV):
         for c in Channel:
             part = [r for r in rows if r.split == split and r.record.channel is c]
             if part:
                 curves[f"{split} {c.value}"] = roc(part)
+    return write_report(data, curves, "Injection gateway: ROC of the combined score", out, lines)
+
+
+def write_report(data: dict, curves: dict[str, list[tuple[float, float, float]]], title: str, out: Path,
+                 lines: list[str]) -> list[Path]:
+    """The JSON at `out`, the ROC plot beside it (.svg) and the markdown (.md) that shows it."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     svg = out.with_suffix(".svg")
-    svg.write_text(roc_svg(curves, "Injection gateway: ROC of the combined score"), encoding="utf-8")
+    svg.write_text(roc_svg(curves, title), encoding="utf-8")
     md = out.with_suffix(".md")
     md.write_text("\n".join(lines + ["", f"![ROC]({svg.name})"]) + "\n", encoding="utf-8")
     out.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .injection import DEFAULT_FILE, Record, Scored, benign_traffic, rates, screen, thresholds, _only, _share
+from .injection import (DEFAULT_FILE, Record, Scored, benign_texts, benign_traffic, rates, screen, thresholds, _only,
+                        _share)
 
 MIN_POSITIVES = 30          # data-channel injections a unit needs for the target to apply
 MIN_SHARED = 30             # characters: a text this long inside a held-out text (or around one) is shared
@@ -93,51 +94,37 @@ class SeedReadings:
     """Every record's and every benign project text's seed pieces, embedded once for all folds."""
 
     def __init__(self, scanner, rows: Sequence[dict], project: Sequence, progress=None) -> None:
-        from bench.train.gateway import HEADS, seed_pieces
+        from bench.train.gateway import seed_pieces, seed_texts
         from engine.gateway.scanners.base import Channel
-        self.items: dict[str, list[tuple[str, int, str | None]]] = {h: [] for h in HEADS}   # text, label, row id
-        for r in rows:
-            self.items[r.get("channel", "data")].append((r["text"], int(r["label"]), r["id"]))
-        for e in project:
-            if e.label == 0:
-                for head in HEADS:
-                    if e.head in (head, "both"):
-                        self.items[head].append((e.text, 0, None))
+        self.embedder_name = scanner._key[0]        # the key a calibration is filed under
+        self.items = seed_texts(rows, project)      # per head: (text, label, row id or None)
         self.pieces = {}
         for head, items in self.items.items():
             if progress:
                 progress(f"injection loso: seed pieces of {len(items)} {head} texts")
             self.pieces[head] = seed_pieces(scanner, [t for t, _, _ in items], Channel(head))
 
-    def calibration(self, train_ids: set[str]) -> dict[str, float]:
-        """The seed midpoints from the training records and the benign project texts only."""
+    def calibration(self, train_ids: set[str]) -> dict[str, dict[str, float]]:
+        """The seed midpoints from the training records and the benign project texts only, filed under the
+        embedder's name as SeedSimilarity reads them."""
         from bench.train.gateway import seed_midpoints
         out = {}
         for head, items in self.items.items():
             labels = [label if rid is None or rid in train_ids else None for _, label, rid in items]
             point = seed_midpoints(self.pieces[head], labels)
             out[head], out[f"{head}_cjk"] = point["latin"], point["cjk"]
-        return out
+        return {self.embedder_name: out}
 
 
 def fold_scanners(names: Sequence[str], weights, embedder, seed_calibration: dict | None):
-    """The gateway's scanners by name, the learned ones with this fold's weights and midpoints."""
+    """The gateway's scanners by name (engine/gateway/build.py), the learned ones with this fold's weights
+    and seed midpoints."""
+    from engine.gateway.build import FACTORIES
     from engine.gateway.scanners.classifier import InjectionClassifier
-    from engine.gateway.scanners.invisible import InvisibleCharacters
-    from engine.gateway.scanners.patterns import InstructionPatterns
     from engine.gateway.scanners.seeds import SeedSimilarity
-    out = []
-    for name in names:
-        if name == "invisible":
-            out.append(InvisibleCharacters())
-        elif name == "patterns":
-            out.append(InstructionPatterns())
-        elif name == "classifier":
-            out.append(InjectionClassifier(weights))
-        elif name == "seeds":
-            scanner = SeedSimilarity(embedder, calibration={})
-            out.append(SeedSimilarity(embedder, calibration={scanner._key[0]: seed_calibration}))
-    return out
+    learned = {"classifier": lambda: InjectionClassifier(weights),
+               "seeds": lambda: SeedSimilarity(embedder, calibration=seed_calibration)}
+    return [learned[name]() if name in learned else FACTORIES[name](embedder) for name in names]
 
 
 def fold_weights(train: Sequence[dict], project: Sequence, *, l2: float, folds: int, progress=None):
@@ -175,6 +162,7 @@ def evaluate(path: Path = DEFAULT_FILE, *, settings_path: Path | None = None, pr
              "without_patterns": tuple(s for s in gateway_settings.scanners if s != "patterns")}
     operating = thresholds(gateway_settings)
     scored: dict[str, dict[str, list[Scored]]] = {v: {} for v in VARIANTS}
+    benign = benign_texts()
     units: dict[str, dict] = {}
     for n, fold in enumerate(folds(rows, records), start=1):
         if progress:
@@ -185,12 +173,13 @@ def evaluate(path: Path = DEFAULT_FILE, *, settings_path: Path | None = None, pr
         seed_points = readings.calibration({r["id"] for r in fold.train}) if readings else None
         unit: dict = {"records": len(fold.records), "training_records": len(fold.train),
                       "dropped_for_shared_text": fold.dropped, "seeds_dropped": seeds_dropped,
-                      "operating_points": points, "seed_midpoints": seed_points}
+                      "operating_points": points,
+                      "seed_midpoints": next(iter(seed_points.values())) if seed_points else None}
         for variant in VARIANTS:
             gateway = Gateway(replace(gateway_settings, scanners=names[variant]),
                               fold_scanners(names[variant], weights, embedder, seed_points))
             scored[variant][fold.unit] = screen(list(fold.records), gateway)
-            unit[variant] = _unit_rates(scored[variant][fold.unit], benign_traffic(gateway)["held_out"])
+            unit[variant] = _unit_rates(scored[variant][fold.unit], benign_traffic(gateway, texts=benign)["held_out"])
         unit["by_scanner"] = {name: {channel.value: rates([_only(r, name) for r in scored["gateway"][fold.unit]
                                                            if r.record.channel is channel], operating[channel])
                                      for channel in operating}
@@ -263,21 +252,10 @@ def _fmt(value) -> str:
 def write_outputs(data: dict, scored: dict[str, dict[str, list[Scored]]], out: Path, lines: list[str]) -> list[Path]:
     """The JSON, the markdown and a ROC per unit (data channel, without patterns: the unit's injections
     against every benign data record, each scored by the fold that held it out)."""
-    import json
-    from .injection import roc, roc_svg
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    from .injection import roc, write_report
     data_rows = {unit: [r for r in rows if r.record.channel.value == "data"]
                  for unit, rows in scored["without_patterns"].items()}
     benign = [r for rows in data_rows.values() for r in rows if r.record.label == 0]
-    curves = {}
-    for unit, rows in data_rows.items():
-        mine = [r for r in rows if r.record.label == 1]
-        if mine:
-            curves[unit] = roc(mine + benign)
-    svg = out.with_suffix(".svg")
-    svg.write_text(roc_svg(curves, "Held-out sources, without patterns: ROC (data channel)"), encoding="utf-8")
-    md = out.with_suffix(".md")
-    md.write_text("\n".join(lines + ["", f"![ROC]({svg.name})"]) + "\n", encoding="utf-8")
-    out.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-    return [out, md, svg]
+    curves = {unit: roc(mine + benign) for unit, rows in data_rows.items()
+              if (mine := [r for r in rows if r.record.label == 1])}
+    return write_report(data, curves, "Held-out sources, without patterns: ROC (data channel)", out, lines)

@@ -347,20 +347,12 @@ def calibrate_seeds(embedder, data: Path = DEFAULT_DATA, out: Path | None = None
     from engine.gateway.scanners.seeds import CALIBRATION_PATH, SeedSimilarity, load_calibration
     out = out or CALIBRATION_PATH
     scanner = SeedSimilarity(embedder, calibration={})
-    texts: dict[str, list[tuple[str, int]]] = {"data": [], "user": []}
-    for r in dev_rows(data):
-        texts[r.get("channel", "data")].append((r["text"], int(r["label"])))
-    for e in project_examples():
-        if e.label == 0:
-            for head in HEADS:
-                if e.head in (head, "both"):
-                    texts[head].append((e.text, 0))
     found: dict[str, dict] = {}
-    for head, items in texts.items():
+    for head, items in seed_texts(dev_rows(data), project_examples()).items():
         if progress:
             progress(f"seeds: embedding {len(items)} {head} texts")
-        pieces = seed_pieces(scanner, [t for t, _ in items], Channel(head))
-        labels = [label for _, label in items]
+        pieces = seed_pieces(scanner, [t for t, _, _ in items], Channel(head))
+        labels = [label for _, label, _ in items]
         midpoint = seed_midpoints(pieces, labels)
         flagged = seed_flags(pieces, midpoint)
         found[head] = {"midpoint": midpoint["latin"], "midpoint_cjk": midpoint["cjk"],
@@ -376,6 +368,20 @@ def calibrate_seeds(embedder, data: Path = DEFAULT_DATA, out: Path | None = None
 
 
 SeedPiece = tuple[float, str, int]      # (cosine to the nearest seed, the piece's script, the text's index)
+
+
+def seed_texts(rows: Sequence[dict], project: Sequence[Example]) -> dict[str, list[tuple[str, int, str | None]]]:
+    """Per head, the texts the seed midpoints are read from: (text, label, record id) of each record in its
+    own channel, then (text, 0, None) of each benign project text in every head that reads it."""
+    out: dict[str, list[tuple[str, int, str | None]]] = {head: [] for head in HEADS}
+    for r in rows:
+        out[r.get("channel", "data")].append((r["text"], int(r["label"]), r.get("id")))
+    for e in project:
+        if e.label == 0:
+            for head in HEADS:
+                if e.head in (head, "both"):
+                    out[head].append((e.text, 0, None))
+    return out
 
 
 def seed_pieces(scanner, texts: Sequence[str], channel) -> list[SeedPiece]:

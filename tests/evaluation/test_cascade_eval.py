@@ -151,7 +151,7 @@ def _hotpot_run():
 
 
 def test_the_independent_reasoner_quotes_another_sentence_of_its_passages_with_the_confidence_it_earns():
-    from bench.evaluation.cascade_inject import coverage
+    from engine.text import coverage
     run = _hotpot_run()
     clean = run.run(None, None)
     injected = run.run(Injection(CascadeType.INFERENCE, 0, "independent"), None)
@@ -161,9 +161,9 @@ def test_the_independent_reasoner_quotes_another_sentence_of_its_passages_with_t
     cited = next(c for c in faulty.evidence if c.id == claim.citations[0])
     assert claim.text != honest.claims[0].text and claim.text in cited.text        # a verbatim quote
     asked = faulty.inputs[0]
-    mine = coverage(claim.text, cited.title, asked)
-    theirs = coverage(honest.claims[0].text,
-                      next(c for c in honest.evidence if c.id == honest.claims[0].citations[0]).title, asked)
+    mine = coverage(asked, f"{claim.text} {cited.title}")
+    honest_title = next(c for c in honest.evidence if c.id == honest.claims[0].citations[0]).title
+    theirs = coverage(asked, f"{honest.claims[0].text} {honest_title}")
     assert faulty.confidence == pytest.approx(min(1.0, honest.confidence * mine / theirs), abs=1e-3)
 
 
