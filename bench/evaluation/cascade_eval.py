@@ -17,9 +17,12 @@ Metrics (each counts one thing):
   propagated. "halted" and "halted_escalated" are reported beside it.
 - msr: of mitigated trajectories, the share whose mitigation resolved the cascade without a halt and
   gave back the clean run's output.
-- overhead per stage: the monitors' own time at one stage boundary, cold: as they ran in each record's
-  first (clean) trajectory, the first time its passages were seen (the CLI starts an empty embedding
-  cache for it); the warm figure (mean ± sd over `runs` replays) beside it.
+- overhead per stage: the monitors' own time at one stage boundary, as they ran in each record's first
+  (clean) trajectory, in the product path: the record's passages and their sentences were embedded
+  beforehand, as `main.py index` and the engine's start embed a corpus, and nothing else was (the CLI
+  starts an empty embedding cache for it), so every statement, conclusion and injected text is embedded
+  while the stage waits. Beside it: the same clean trajectories replayed on an empty cache with nothing
+  indexed (`unindexed_overhead`), and the warm figure (mean ± sd over `runs` replays).
 - output-level baseline: the final answer's claims checked against the consensus pool (what the
   two or more retrievers agreed on, the pool SFV checks against), with no stage boundaries.
 """
@@ -39,6 +42,7 @@ from engine.cascade.types import StageScore
 from engine.types import CascadeType
 from engine.stages.model import Trajectory
 from engine.types import ClaimLabel
+from engine.ingest.corpus import embedding_texts
 from engine.verify.verifier import EvidenceVerifier
 from .cascade_data import CascadeRecord
 from .cascade_inject import INJECTION_STAGE, Injection
@@ -79,6 +83,7 @@ class Row:
 class Collected:
     rows: list[Row] = field(default_factory=list)
     trajectories: list[Trajectory] = field(default_factory=list)    # watching runs, for the timing replays
+    clean: list[Trajectory] = field(default_factory=list)           # each record's clean run
 
 
 def _norm(text: str) -> str:
@@ -110,17 +115,22 @@ def output_level_fires(result: RunResult, verifier: EvidenceVerifier) -> bool:
 
 def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSettings, *,
             progress: Progress | None = None, seed: int = 0, variant: str = "standard",
-            retriever_embedder=None) -> Collected:
+            retriever_embedder=None, index: bool = True) -> Collected:
     """retriever_embedder: the dense retriever's (default: `embedder`). In the product the retrievers are
-    other processes with their own models, so the CLI gives them their own and the monitors a cold one."""
+    other processes with their own models, so the CLI gives them their own and the monitors a cold one.
+    index: embed each record's passages and their sentences into `embedder` before its first run, untimed,
+    as the product indexes its corpus before any question."""
     monitors = Monitors(embedder, settings)
     baseline = EvidenceVerifier(embedder, name="output-level")
     out = Collected()
     for n, record in enumerate(records, 1):
+        if index:
+            embedder.embed_passages(embedding_texts(record.paragraphs))
         run = RecordRun(record, retriever_embedder if retriever_embedder is not None else embedder)
         watch = CascadeMonitor(monitors, settings, mitigate=False)
         clean = run.run(None, watch)
         out.trajectories.append(clean.trajectory)
+        out.clean.append(clean.trajectory)
         split = split_of(record.id)
         gold = lambda text: any(contains_answer(text, a) for a in record.answers)   # noqa: E731
         out.rows.append(Row(record.id, record.dataset, split, run.decomposition.shape.value, None, False,
@@ -209,18 +219,34 @@ def cold_overhead(rows: Sequence[Row]) -> tuple[float | None, float | None]:
     return round(statistics.median(times), 2), round(statistics.mean(times), 2)
 
 
+def unindexed_overhead(trajectories: Sequence[Trajectory], embedder, settings: CascadeSettings
+                       ) -> tuple[float | None, float | None]:
+    """p50 and mean of the monitors' time per stage boundary over `trajectories` replayed once on
+    `embedder`, which should start empty: nothing indexed, every passage embedded the first time a
+    monitor reads it."""
+    times = _replay_times(trajectories, Monitors(embedder, settings), settings)
+    if not times:
+        return None, None
+    return round(statistics.median(times), 2), round(statistics.mean(times), 2)
+
+
+def _replay_times(trajectories: Sequence[Trajectory], monitors: Monitors, settings: CascadeSettings) -> list[float]:
+    times = []
+    for trajectory in trajectories:
+        monitor = CascadeMonitor(monitors, settings, mitigate=False)
+        for i, stage in enumerate(trajectory.stages):
+            started = time.perf_counter()
+            monitor.on_stage(trajectory.upto(i + 1), stage)
+            times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
 def overhead(trajectories: Sequence[Trajectory], embedder, settings: CascadeSettings, runs: int) -> tuple[float, float]:
     """Mean and sd over `runs` replays of the monitors' time per stage boundary (mitigation off)."""
     monitors = Monitors(embedder, settings)
     means = []
     for _ in range(max(1, runs)):
-        times = []
-        for trajectory in trajectories:
-            monitor = CascadeMonitor(monitors, settings, mitigate=False)
-            for i, stage in enumerate(trajectory.stages):
-                started = time.perf_counter()
-                monitor.on_stage(trajectory.upto(i + 1), stage)
-                times.append((time.perf_counter() - started) * 1000)
+        times = _replay_times(trajectories, monitors, settings)
         means.append(statistics.mean(times) if times else 0.0)
     return round(statistics.mean(means), 2), round(statistics.stdev(means), 2) if len(means) > 1 else 0.0
 

@@ -17,7 +17,9 @@ DEFINITIONS = (
     "it). A halted answer waits for review and does not reach the output: 'halted' gives their share.",
     "msr: mitigated trajectories resolved without a halt and giving back the clean run's output.",
     "cdd: mean stage number of the first flag over detected trajectories.",
-    "overhead: the monitors' own time per stage boundary, mean ± sd over replays, this machine's CPU.",
+    "overhead: the monitors' own time per stage boundary on this machine's CPU. Cold: each record's clean run, its "
+    "passages indexed beforehand as the product indexes its corpus, everything the stages said embedded while it "
+    "waited; unindexed: the same runs replayed on an empty cache; warm: mean ± sd over replays.",
     "Ablation rows switch monitors off; the weights of those left are scaled to sum to 1 (a lone monitor can fire).",
     "Output-level baseline: the final answer's claims against the evidence handed to it, nothing else; its cdr counts "
     "a flag at any stage, which flatters it.",
@@ -54,7 +56,7 @@ def markdown(data: dict) -> str:
     for name, g in _rows(data):
         lines.append(f"| {name} | " + " | ".join(f"{_f(v['cdr'])} / {_f(v['fpr'])}" for v in g["ablation"].values())
                      + " |")
-    lines += ["", f"Overhead per stage: {data['overhead_ms_per_stage_mean']} ± {data['overhead_ms_per_stage_sd']} ms",
+    lines += ["", f"Overhead per stage: {overhead_line(data)}",
               "", "![detection by type](" + Path(data.get("_svg", "cascade.svg")).name + ")", ""]
     swept = data.get("sweep_hotpotqa_dev")
     if swept:
@@ -84,7 +86,15 @@ def print_tables(data: dict, out: TextIO) -> None:
     out.write("by type (cdr): " + ", ".join(f"{t} {_f(data['by_type'][t]['cdr'])}" for t in TYPES) + "\n")
     out.write("ablation (cdr/fpr): " + ", ".join(f"{k} {_f(v['cdr'])}/{_f(v['fpr'])}"
                                                  for k, v in data["ablation"].items()) + "\n")
-    out.write(f"overhead per stage: {data['overhead_ms_per_stage_mean']} ± {data['overhead_ms_per_stage_sd']} ms\n")
+    out.write(f"overhead per stage: {overhead_line(data)}\n")
+
+
+def overhead_line(data: dict) -> str:
+    """The three overhead figures (cold in the product path, unindexed, warm) as one line."""
+    def ms(key: str) -> str:
+        return _f(data.get(f"overhead_ms_per_stage_{key}"))
+    return (f"cold (corpus indexed) p50 {ms('cold_p50')} ms, mean {ms('cold_mean')}; unindexed p50 "
+            f"{ms('unindexed_p50')} ms, mean {ms('unindexed_mean')}; warm {ms('mean')} ± {ms('sd')} ms")
 
 
 def write_outputs(data: dict, path: Path) -> list[Path]:

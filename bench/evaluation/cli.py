@@ -566,7 +566,7 @@ def _cascade(args) -> int:
     from engine.verify.embedders import EMBEDDERS, CachedEmbedder
     from . import cascade_report
     from .cascade_data import DEFAULT_HOTPOT, DEFAULT_MUSIQUE, load_records
-    from .cascade_eval import collect, groups, overhead
+    from .cascade_eval import collect, groups, overhead, unindexed_overhead
     from .decomposition import DEFAULT_CONTROL, measure, report_markdown
     from .runner import Progress
 
@@ -578,22 +578,29 @@ def _cascade(args) -> int:
         loaded = load_records(path)
         records += loaded[:args.limit] if args.limit else loaded
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
-    # The retrievers keep their cache; the monitors start from an empty one, so the overhead is a cold one.
+    # The retrievers keep their cache; the monitors start from an empty one holding only what indexing the
+    # records' passages put there, so the overhead is a cold one in the product path.
     retriever_embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), cache_dir)
     cold = tempfile.TemporaryDirectory(prefix="quorum-cascade-")
     embedder = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), Path(cold.name))
+    bare = tempfile.TemporaryDirectory(prefix="quorum-cascade-unindexed-")
+    unindexed = CachedEmbedder(EMBEDDERS[settings.retrieval.embedder](), Path(bare.name))
     progress = Progress()
     try:
         collected = collect(records, embedder, settings.cascade, seed=args.seed, variant=args.variant,
                             retriever_embedder=retriever_embedder,
                             progress=lambda n, total, rid: progress(f"cascade: {n}/{total} records ({rid})",
                                                                     done=n == total))
+        progress("cascade: the clean runs again on an empty cache, nothing indexed")
+        nothing_indexed = unindexed_overhead(collected.clean, unindexed, settings.cascade)
         timing = overhead(collected.trajectories, embedder, settings.cascade, args.runs)
     finally:
-        embedder.close()
-        retriever_embedder.close()
+        for each in (embedder, unindexed, retriever_embedder):
+            each.close()
         cold.cleanup()
+        bare.cleanup()
     data = groups(collected.rows, settings.cascade, timing)
+    data["overhead_ms_per_stage_unindexed_p50"], data["overhead_ms_per_stage_unindexed_mean"] = nothing_indexed
     decomposition = measure(DEFAULT_MUSIQUE, DEFAULT_HOTPOT, DEFAULT_CONTROL if DEFAULT_CONTROL.is_file() else None)
     data["decomposition"] = dataclasses.asdict(decomposition)
     data["decomposition_markdown"] = report_markdown(decomposition)

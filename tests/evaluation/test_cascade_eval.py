@@ -185,3 +185,42 @@ def test_the_cold_overhead_reads_the_clean_runs_only():
                         dataclasses.replace(_score(2, False), elapsed_ms=8.0)])
     warm = _row(CascadeType.RETRIEVAL, [dataclasses.replace(_score(1, False), elapsed_ms=1.0)])
     assert cold_overhead([clean, warm]) == (6.0, 6.0) and cold_overhead([warm]) == (None, None)
+
+
+class _Recording(HashEmbedder):
+    """Remembers every text it was asked to embed, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def embed_passages(self, texts):
+        self.asked += list(texts)
+        return super().embed_passages(texts)
+
+
+def test_each_record_is_indexed_before_its_first_run_as_the_product_indexes_its_corpus(tmp_path):
+    from bench.evaluation.cascade_eval import collect
+    from engine.ingest.corpus import embedding_texts
+    record = load_records(_write(tmp_path, "h.jsonl", [HOTPOT]))[0]
+    indexed = embedding_texts(record.paragraphs)
+    embedder = _Recording()
+    collected = collect([record], embedder, CascadeSettings(), retriever_embedder=HashEmbedder())
+    assert embedder.asked[:len(indexed)] == indexed
+    assert len(collected.clean) == 1 and collected.clean[0] is collected.trajectories[0]
+    bare = _Recording()
+    collect([record], bare, CascadeSettings(), retriever_embedder=HashEmbedder(), index=False)
+    assert bare.asked[:len(indexed)] != indexed
+
+
+def test_the_unindexed_overhead_replays_the_clean_runs_on_the_embedder_it_is_given(tmp_path):
+    from bench.evaluation.cascade_eval import collect, unindexed_overhead
+    record = load_records(_write(tmp_path, "h.jsonl", [HOTPOT]))[0]
+    collected = collect([record], HashEmbedder(), CascadeSettings(), retriever_embedder=HashEmbedder())
+    fresh = _Recording()
+    p50, mean = unindexed_overhead(collected.clean, fresh, CascadeSettings())
+    assert p50 is not None and mean is not None and p50 >= 0.0
+    # nothing indexed: the monitors embed the pool's sentences themselves, on the embedder they were given
+    pooled = " ".join(c.text for c in collected.clean[0].pool)
+    assert collected.clean[0].pool and any(text in pooled for text in fresh.asked)
+    assert unindexed_overhead([], _Recording(), CascadeSettings()) == (None, None)
