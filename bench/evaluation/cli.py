@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -127,6 +128,12 @@ def _add_injection_parser(commands) -> None:
     inj.add_argument("--leave-one-out", action="store_true",
                      help="hold out each source family whole in turn: refit the classifier and the seed midpoints "
                           "on the rest and report per held-out source (slow: about 20 minutes on two cores)")
+    inj.add_argument("--encoder", action="store_true",
+                     help="with --leave-one-out: fine-tune the injection encoder per held-out family instead (only "
+                          "families with 30 or more data injections; about 12 minutes each)")
+    inj.add_argument("--unit", action="append", default=None, metavar="FAMILY",
+                     help="with --encoder: only this held-out family (repeatable), e.g. bipia_text")
+    inj.add_argument("--steps", type=int, default=None, help="with --encoder: training batches per fold (default 400)")
     inj.add_argument("--scenarios", type=int, default=12, metavar="N",
                      help="questions for the end-to-end scenarios on a real fleet (0: skip them; default 12, "
                           "about 2 minutes)")
@@ -619,6 +626,8 @@ def _cascade(args) -> int:
 
 def _injection_loso(args, path: Path, progress) -> int:
     from . import injection_loso
+    if args.encoder:
+        return _injection_encoder_loso(args, path, progress)
     started = time.perf_counter()
     data, scored = injection_loso.evaluate(path, settings_path=getattr(args, "settings", None),
                                            progress=lambda message: progress(message))
@@ -632,6 +641,30 @@ def _injection_loso(args, path: Path, progress) -> int:
     return ExitCode.OK
 
 
+def _injection_encoder_loso(args, path: Path, progress) -> int:
+    from bench.train.injection_encoder import EncoderOptions
+    from engine.errors import InputError
+    from . import injection_encoder_loso
+    options = EncoderOptions()
+    if args.steps is not None:
+        if args.steps < 1:
+            raise InputError(f"--steps must be 1 or more, found {args.steps}")
+        options = dataclasses.replace(options, steps=args.steps)
+    started = time.perf_counter()
+    data = injection_encoder_loso.evaluate(path, options=options, units=args.unit,
+                                           progress=lambda message: progress(message))
+    data["command"] = "main.py eval injection " + " ".join(sys.argv[3:])
+    data["wall_time_s"] = round(time.perf_counter() - started, 1)
+    lines = injection_encoder_loso.markdown(data)
+    print("\n".join(lines))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        args.json.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {args.json} and {args.json.with_suffix('.md')}")
+    return ExitCode.OK
+
+
 def _injection(args) -> int:
     from engine.errors import InputError
     from .injection import DEFAULT_FILE, evaluate, markdown, write_outputs
@@ -641,6 +674,8 @@ def _injection(args) -> int:
         raise InputError(f"--threshold must be between 0 and 1, found {args.threshold}")
     path = args.file or DEFAULT_FILE
     progress = Progress()
+    if (args.encoder or args.unit or args.steps is not None) and not args.leave_one_out:
+        raise InputError("--encoder, --unit and --steps go with --leave-one-out")
     if args.leave_one_out:
         return _injection_loso(args, path, progress)
     if args.scenarios < 0:

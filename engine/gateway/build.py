@@ -29,8 +29,14 @@ def _classifier(embedder) -> Scanner:
     return InjectionClassifier()
 
 
+def _encoder(embedder) -> Scanner:
+    from .scanners.encoder import EncoderModel, InjectionEncoder
+    # loaded now: a missing or altered artifact fails the engine's start, not its first question
+    return InjectionEncoder(EncoderModel())
+
+
 FACTORIES: dict[str, Callable[[object], Scanner]] = {
-    "invisible": _invisible, "patterns": _patterns, "seeds": _seeds, "classifier": _classifier}
+    "invisible": _invisible, "patterns": _patterns, "seeds": _seeds, "classifier": _classifier, "encoder": _encoder}
 assert set(FACTORIES) == set(KNOWN_SCANNERS)
 
 

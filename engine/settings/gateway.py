@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KNOWN_SCANNERS = ("invisible", "patterns", "seeds", "classifier")
+KNOWN_SCANNERS = ("invisible", "patterns", "seeds", "classifier", "encoder")
 
 
 @dataclass(frozen=True)
