@@ -213,7 +213,10 @@ def baseline(rows: Sequence[Row]) -> dict:
 
 def cold_overhead(rows: Sequence[Row]) -> tuple[float | None, float | None]:
     """p50 and mean of the monitors' time per stage boundary in each record's first, clean run."""
-    times = [s.elapsed_ms for r in rows if r.injected is None for s in r.scores]
+    return _p50_and_mean([s.elapsed_ms for r in rows if r.injected is None for s in r.scores])
+
+
+def _p50_and_mean(times: Sequence[float]) -> tuple[float | None, float | None]:
     if not times:
         return None, None
     return round(statistics.median(times), 2), round(statistics.mean(times), 2)
@@ -224,10 +227,7 @@ def unindexed_overhead(trajectories: Sequence[Trajectory], embedder, settings: C
     """p50 and mean of the monitors' time per stage boundary over `trajectories` replayed once on
     `embedder`, which should start empty: nothing indexed, every passage embedded the first time a
     monitor reads it."""
-    times = _replay_times(trajectories, Monitors(embedder, settings), settings)
-    if not times:
-        return None, None
-    return round(statistics.median(times), 2), round(statistics.mean(times), 2)
+    return _p50_and_mean(_replay_times(trajectories, Monitors(embedder, settings), settings))
 
 
 def _replay_times(trajectories: Sequence[Trajectory], monitors: Monitors, settings: CascadeSettings) -> list[float]:

@@ -25,7 +25,9 @@ from typing import Callable, Sequence
 
 from .injection import DEFAULT_FILE, benign_texts
 from .splits import TEST, split_of
-from .injection_loso import MIN_POSITIVES, TARGET_FPR, TARGET_TPR, _project_for, folds
+from bench.train.gateway import _rate
+
+from .injection_loso import MIN_POSITIVES, TARGET_FPR, TARGET_TPR, _fmt, _project_for, folds
 
 SCORERS = ("encoder", "classifier", "either")
 
@@ -39,10 +41,6 @@ class Flags:
     @property
     def either(self) -> bool:
         return self.encoder or self.classifier
-
-
-def _rate(flags: Sequence[bool]) -> float | None:
-    return round(sum(flags) / len(flags), 4) if flags else None
 
 
 def unit_figures(injections: Sequence[Flags], benign: Sequence[Flags]) -> dict:
@@ -115,7 +113,3 @@ def markdown(data: dict) -> list[str]:
     if times:
         lines += ["", f"Encoder scoring, batched over a fold's texts: {statistics.median(times)} ms per KB."]
     return lines
-
-
-def _fmt(value) -> str:
-    return "-" if value is None else f"{value:.3f}"

