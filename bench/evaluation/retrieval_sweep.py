@@ -1,14 +1,19 @@
 """`main.py eval retrieval-sweep`: secure retrieval's thresholds chosen again, on the dev split only.
 
-Each threshold is varied alone around the configured settings (a coordinate sweep). Every row's
-retriever lists are built once and judged under each value, so each value sees the very same lists.
+Each threshold is varied alone around the current settings (a coordinate sweep), in passes: a pass
+starts from the previous pass's choices, and passes repeat until one changes nothing (at most
+MAX_PASSES), so the chosen values are also tried together. Every row's retriever lists are built once
+and judged under each value, so each value sees the very same lists.
 The choice per threshold is lexicographic, in the order an operator would ask:
-  1. the fewest agent-attack rows where the defence plants more than the better of union and majority
-     (#29's target: never worse than a plain vote);
+  1. the fewest broken floors: an agent-attack row where the defence plants more than the better of
+     union and majority (#29's target: never worse than a plain vote), or clean answer accuracy more
+     than 3 points below union's (#7's target);
   2. the lowest mean context_asr over the attack rows (rounded to 0.01: smaller gaps are noise on ~50
      questions);
-  3. the highest clean recall@5 (HotpotQA), then the lowest clean anomaly_fpr (HotpotQA and biogen);
-  4. the configured value, then the value nearest it.
+  3. the highest share of edited copies flagged as such on the tamper rows (anomaly_tpr: a flag names
+     the sender to the reputation book, even where the quorum would have kept the copy out anyway);
+  4. the highest clean recall@5 (HotpotQA), then the lowest clean anomaly_fpr (HotpotQA and biogen);
+  5. the configured value, then the value nearest it.
 Only dev questions are run (their distractor passages may come from any question's paragraphs, as in
 `eval retrieval`); `main.py eval retrieval` reports the choice on test afterwards.
 """
@@ -30,6 +35,8 @@ from .runner import DEFENCE, Evaluation, RunConfig
 
 DEV = "dev"
 TIE_DIGITS = 2      # context_asr gaps below 0.01 on ~50 questions are one question or less
+ACCURACY_SLACK = 0.03   # #7: clean accuracy within 3 points of the union baseline
+MAX_PASSES = 3
 
 
 @dataclass(frozen=True)
@@ -40,10 +47,11 @@ class SweepRow:
     config: RunConfig
     attack: bool              # scored by context_asr (lower is better); else a clean row
     against_vote: bool = False   # an agent attack: the defence must plant no more than union or majority
+    keeps_accuracy: bool = False # a clean row: answer accuracy within ACCURACY_SLACK of union's
 
 
 ROWS: tuple[SweepRow, ...] = (
-    SweepRow("clean", "hotpotqa", RunConfig(attack="none", forms=("bare",)), attack=False),
+    SweepRow("clean", "hotpotqa", RunConfig(attack="none", forms=("bare",)), attack=False, keeps_accuracy=True),
     SweepRow("agent_1of4", "hotpotqa", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
     SweepRow("nq_agent_1of4", "nq", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
     SweepRow("msmarco_agent_1of4", "msmarco", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
@@ -64,11 +72,11 @@ ROWS: tuple[SweepRow, ...] = (
 GRID: Mapping[str, tuple[float, ...]] = {
     "quorum_share": (0.25, 0.3, 0.35, 0.4, 0.5),
     "rrf_k": (5, 10, 30, 60),
-    "echo_similarity": (0.75, 0.8, 0.85, 0.9),
+    "echo_similarity": (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9),
     "echo_min_size": (2, 3, 4),
     "echo_margin": (0.0, 0.02, 0.05, 0.1),
     "corroboration": (0.7, 0.85, 0.95),
-    "tamper_similarity": (0.85, 0.9, 0.95),
+    "tamper_similarity": (0.85, 0.9, 0.93, 0.95, 0.97, 0.99),
     "min_cluster_size": (2, 3, 4),
 }
 
@@ -77,9 +85,11 @@ GRID: Mapping[str, tuple[float, ...]] = {
 class Scores:
     """What one setting did on the dev split of every row (worst form where a row has two)."""
     context_asr: Mapping[str, float]          # attack rows
-    vote_violations: tuple[str, ...]          # agent rows where the defence planted more than the better vote
+    vote_violations: tuple[str, ...]          # broken floors: agent rows worse than the better vote, clean accuracy
     clean_recall: float
     clean_fpr: float                          # mean of the clean rows' anomaly_fpr
+    clean_accuracy: float = 0.0               # HotpotQA clean answer accuracy
+    tamper_flagged: float = 0.0               # mean anomaly_tpr of the tamper rows (worst form)
 
     @property
     def mean_asr(self) -> float:
@@ -97,29 +107,40 @@ def dev_metrics(result, method: str) -> list[dict]:
     return [by_method[method] for by_method in result.split_metrics.get(DEV, {}).values()]
 
 
-def score(defence: Mapping[str, list[dict]], votes: Mapping[str, float]) -> Scores:
-    """defence: row → its dev metrics per form; votes: agent row → the better vote's context_asr."""
-    asr, violations, recall, fprs = {}, [], 0.0, []
-    for row in ROWS:
+def score(defence: Mapping[str, list[dict]], votes: Mapping[str, float],
+          union_accuracy: Mapping[str, float] | None = None, rows: Sequence[SweepRow] = ROWS) -> Scores:
+    """defence: row → its dev metrics per form; votes: agent row → the better vote's context_asr;
+    union_accuracy: clean row → union's answer accuracy."""
+    union_accuracy = union_accuracy or {}
+    asr, violations, recall, fprs, clean_accuracy, flagged = {}, [], 0.0, [], 0.0, []
+    for row in rows:
         metrics = defence.get(row.name)
         if not metrics:
             continue
         if row.attack:
             asr[row.name] = max(m["context_asr"] for m in metrics)
+            if row.config.attack == "tamper":
+                flagged.append(min(m.get("anomaly_tpr") or 0.0 for m in metrics))
             if row.against_vote and asr[row.name] > votes.get(row.name, math.inf) + 1e-9:
                 violations.append(row.name)
         else:
             fprs.append(max(m["anomaly_fpr"] or 0.0 for m in metrics))
+            accuracy = min(m["answer_accuracy"] or 0.0 for m in metrics)
+            if row.keeps_accuracy and accuracy < union_accuracy.get(row.name, 0.0) - ACCURACY_SLACK - 1e-9:
+                violations.append(f"{row.name} accuracy")
             if row.name == "clean":
                 recall = min(m["clean_recall_at_k"] or 0.0 for m in metrics)
-    return Scores(asr, tuple(violations), round(recall, 4), round(sum(fprs) / len(fprs), 4) if fprs else 0.0)
+                clean_accuracy = accuracy
+    return Scores(asr, tuple(violations), round(recall, 4), round(sum(fprs) / len(fprs), 4) if fprs else 0.0,
+                  round(clean_accuracy, 4), round(sum(flagged) / len(flagged), 4) if flagged else 0.0)
 
 
 def choose(values: Sequence[float], scores: Mapping[float, Scores], current: float) -> float:
     """The module docstring's rule."""
     def key(value: float):
         s = scores[value]
-        return (len(s.vote_violations), s.mean_asr, -round(s.clean_recall, TIE_DIGITS), round(s.clean_fpr, TIE_DIGITS),
+        return (len(s.vote_violations), s.mean_asr, -round(s.tamper_flagged, 1),   # 0.01 is one copy or two
+                -round(s.clean_recall, TIE_DIGITS), round(s.clean_fpr, TIE_DIGITS),
                 value != current, abs(value - current))
     return min(values, key=key)
 
@@ -128,7 +149,7 @@ def sweep(evaluations: Mapping[str, tuple[Evaluation, Sequence]], base: Retrieva
           grid: Mapping[str, Sequence[float]] = GRID, rows: Sequence[SweepRow] = ROWS,
           progress: Callable[[str], None] = print) -> dict:
     """evaluations: data set → (its Evaluation, its dev cases). Returns the report."""
-    prepared, votes = {}, {}
+    prepared, votes, union_accuracy = {}, {}, {}
     for row in rows:
         evaluation, cases = evaluations[row.dataset]
         started = time.perf_counter()
@@ -138,36 +159,54 @@ def sweep(evaluations: Mapping[str, tuple[Evaluation, Sequence]], base: Retrieva
             result = evaluation.judge_run(run, base, methods=(DEFENCE, "union", "majority"))
             votes[row.name] = min(max(m["context_asr"] for m in dev_metrics(result, name))
                                   for name in ("union", "majority"))
+        if row.keeps_accuracy:
+            result = evaluation.judge_run(run, base, methods=(DEFENCE, "union"))
+            union_accuracy[row.name] = min(m["answer_accuracy"] or 0.0 for m in dev_metrics(result, "union"))
         progress(f"prepared {row.name} ({len(run.cases)} dev questions, {time.perf_counter() - started:.1f} s)")
 
     def measure(settings: RetrievalSettings) -> Scores:
         defence = {name: dev_metrics(evaluation.judge_run(run, settings, methods=(DEFENCE,)), DEFENCE)
                    for name, (evaluation, run) in prepared.items()}
-        return score(defence, votes)
+        return score(defence, votes, union_accuracy, rows)
 
-    baseline = measure(base)
-    thresholds = {}
-    for name, values in grid.items():
-        current = getattr(base, name)
-        values = tuple(sorted(set(values) | {current}))
-        scores = {}
-        for value in values:
-            started = time.perf_counter()
-            scores[value] = baseline if value == current else measure(with_value(base, name, value))
-            progress(f"{name} = {value}: mean context_asr {scores[value].mean_asr:.2f}, clean recall@5 "
-                     f"{scores[value].clean_recall:.3f}, clean anomaly_fpr {scores[value].clean_fpr:.3f}, "
-                     f"worse than a vote on {list(scores[value].vote_violations) or 'none'} "
-                     f"({time.perf_counter() - started:.1f} s)")
-        chosen = choose(values, scores, current)
-        thresholds[name] = {"current": current, "chosen": type(current)(chosen),
-                            "values": {str(v): _scores_json(s) for v, s in scores.items()}}
+    configured = measure(base)
+    passes, current_settings, current_scores = [], base, configured
+    for number in range(1, MAX_PASSES + 1):
+        thresholds, changed = {}, []
+        for name, values in grid.items():
+            current = getattr(current_settings, name)
+            values = tuple(sorted(set(values) | {current}))
+            scores = {}
+            for value in values:
+                started = time.perf_counter()
+                scores[value] = current_scores if value == current else \
+                    measure(with_value(current_settings, name, value))
+                progress(f"pass {number}: {name} = {value}: mean context_asr {scores[value].mean_asr:.2f}, clean "
+                         f"accuracy {scores[value].clean_accuracy:.3f}, tamper flagged "
+                         f"{scores[value].tamper_flagged:.2f}, recall@5 {scores[value].clean_recall:.3f}, clean anomaly_fpr {scores[value].clean_fpr:.3f}, "
+                         f"floors broken: {list(scores[value].vote_violations) or 'none'} "
+                         f"({time.perf_counter() - started:.1f} s)")
+            chosen = type(current)(choose(values, scores, current))
+            thresholds[name] = {"current": current, "chosen": chosen,
+                                "values": {str(v): _scores_json(s) for v, s in scores.items()}}
+            if chosen != current:
+                changed.append(name)
+                current_settings, current_scores = with_value(current_settings, name, chosen), scores[chosen]
+        passes.append({"pass": number, "changed": changed, "thresholds": thresholds})
+        if not changed:
+            break
+    chosen = {name: getattr(current_settings, name) for name in grid}
     return {"split": DEV, "rows": [dataclasses.asdict(r) | {"config": _config_json(r.config)} for r in rows],
-            "votes": votes, "configured": _scores_json(baseline), "thresholds": thresholds}
+            "votes": votes, "union_accuracy": union_accuracy, "configured": _scores_json(configured), "chosen": chosen,
+            "chosen_scores": _scores_json(current_scores),
+            "changed": {name: {"was": getattr(base, name), "now": value}
+                        for name, value in chosen.items() if value != getattr(base, name)},
+            "passes": passes}
 
 
 def _scores_json(s: Scores) -> dict:
     return {"context_asr": dict(s.context_asr), "mean_context_asr": s.mean_asr, "vote_violations": list(s.vote_violations),
-            "clean_recall_at_5": s.clean_recall, "clean_anomaly_fpr": s.clean_fpr}
+            "clean_accuracy": s.clean_accuracy, "tamper_flagged": s.tamper_flagged, "clean_recall_at_5": s.clean_recall, "clean_anomaly_fpr": s.clean_fpr}
 
 
 def _config_json(config: RunConfig) -> dict:
@@ -178,23 +217,37 @@ def _config_json(config: RunConfig) -> dict:
 
 def markdown(report: Mapping) -> str:
     rows = [r["name"] for r in report["rows"] if r["attack"]]
+    changed = ", ".join(f"{k} {v['was']} → {v['now']}" for k, v in report["changed"].items()) or "none"
     lines = ["# Secure retrieval thresholds, chosen on the dev split", "",
-             "Each threshold varied alone around the configured settings; context_asr per attack row (worst form), "
-             "clean recall@5 (HotpotQA), clean anomaly_fpr (mean of HotpotQA and biogen). "
-             "Chosen by bench/evaluation/retrieval_sweep.py's rule.", "",
+             "Each threshold varied alone around the current settings, in passes until one changes nothing; "
+             "context_asr per attack row (worst form), clean recall@5 (HotpotQA), clean anomaly_fpr (mean of "
+             "HotpotQA and biogen). Chosen by bench/evaluation/retrieval_sweep.py's rule.", "",
              "Better vote (union or majority), dev context_asr: "
-             + ", ".join(f"{k} {v:.2f}" for k, v in report["votes"].items()), ""]
-    header = ["threshold", "value", *rows, "mean asr", "recall@5", "anom fpr", "worse than a vote"]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for name, entry in report["thresholds"].items():
-        for value, s in entry["values"].items():
-            mark = (" **chosen**" if float(value) == float(entry["chosen"]) else "") + \
-                   (" (configured)" if float(value) == float(entry["current"]) else "")
-            cells = [name, value + mark, *(f"{s['context_asr'].get(r, float('nan')):.2f}" for r in rows),
-                     f"{s['mean_context_asr']:.2f}", f"{s['clean_recall_at_5']:.3f}", f"{s['clean_anomaly_fpr']:.3f}",
-                     ", ".join(s["vote_violations"]) or "none"]
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+             + ", ".join(f"{k} {v:.2f}" for k, v in report["votes"].items())
+             + "; union's clean answer accuracy: " + ", ".join(f"{k} {v:.3f}" for k, v in report["union_accuracy"].items()),
+             "",
+             f"Changed: {changed}. Configured: {_summary(report['configured'])}; chosen: "
+             f"{_summary(report['chosen_scores'])}.", ""]
+    header = ["threshold", "value", *rows, "mean asr", "tamper flagged", "accuracy", "recall@5", "anom fpr",
+              "floors broken"]
+    for number in report["passes"]:
+        lines += [f"## Pass {number['pass']} (changed: {', '.join(number['changed']) or 'nothing'})", "",
+                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for name, entry in number["thresholds"].items():
+            for value, s in entry["values"].items():
+                mark = (" **chosen**" if float(value) == float(entry["chosen"]) else "") + \
+                       (" (current)" if float(value) == float(entry["current"]) else "")
+                cells = [name, value + mark, *(f"{s['context_asr'].get(r, float('nan')):.2f}" for r in rows),
+                         f"{s['mean_context_asr']:.2f}", f"{s['tamper_flagged']:.2f}", f"{s['clean_accuracy']:.3f}", f"{s['clean_recall_at_5']:.3f}",
+                         f"{s['clean_anomaly_fpr']:.3f}", ", ".join(s["vote_violations"]) or "none"]
+                lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _summary(s: Mapping) -> str:
+    return (f"mean context_asr {s['mean_context_asr']:.2f}, clean accuracy {s['clean_accuracy']:.3f}, recall@5 {s['clean_recall_at_5']:.3f}, "
+            f"clean anomaly_fpr {s['clean_anomaly_fpr']:.3f}")
 
 
 def run(args) -> int:
@@ -221,9 +274,9 @@ def run(args) -> int:
             embedder.close()
     report["wall_time_s"] = round(time.perf_counter() - started, 1)
     print()
-    for name, entry in report["thresholds"].items():
-        change = "kept" if entry["chosen"] == entry["current"] else f"was {entry['current']}"
-        print(f"{name}: {entry['chosen']} ({change})")
+    for name, value in report["chosen"].items():
+        was = getattr(base, name)
+        print(f"{name}: {value} ({'kept' if value == was else f'was {was}'})")
     print(f"wall time {report['wall_time_s']} s")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,12 @@ def test_choice_then_lowest_attack_rate_then_recall_then_fpr():
     assert rs.choose([1, 2], table, current=1) == 2
 
 
+def test_choice_prefers_flagging_edited_copies_over_clean_recall():
+    table = {0.9: rs.Scores({"a": 0.1}, (), 0.80, 0.05, 0.3, tamper_flagged=0.9),
+             0.97: rs.Scores({"a": 0.1}, (), 0.85, 0.04, 0.3, tamper_flagged=0.4)}
+    assert rs.choose([0.9, 0.97], table, current=0.97) == 0.9
+
+
 def test_choice_keeps_the_configured_value_on_a_tie_and_ignores_noise():
     table = {0.8: scores({"a": 0.104}), 0.85: scores({"a": 0.101}), 0.9: scores({"a": 0.100})}
     assert rs.choose([0.8, 0.85, 0.9], table, current=0.85) == 0.85
@@ -38,7 +44,8 @@ def test_choice_keeps_the_configured_value_on_a_tie_and_ignores_noise():
 
 
 def test_score_takes_the_worst_form_and_counts_rows_worse_than_the_vote():
-    metric = lambda asr, fpr=0.0, recall=None: {"context_asr": asr, "anomaly_fpr": fpr, "clean_recall_at_k": recall}  # noqa: E731
+    metric = lambda asr, fpr=0.0, recall=None: {"context_asr": asr, "anomaly_fpr": fpr,  # noqa: E731
+                                                "clean_recall_at_k": recall, "answer_accuracy": 0.3}
     defence = {"clean": [metric(0.0, 0.04, 0.8)], "agent_1of4": [metric(0.0), metric(0.05)],
                "corpus_p5": [metric(0.1), metric(0.35)], "biogen_clean": [metric(0.0, 0.10)]}
     s = rs.score(defence, votes={"agent_1of4": 0.0})
@@ -46,6 +53,14 @@ def test_score_takes_the_worst_form_and_counts_rows_worse_than_the_vote():
     assert s.vote_violations == ("agent_1of4",)
     assert s.clean_recall == 0.8 and s.clean_fpr == pytest.approx(0.07)
     assert s.mean_asr == pytest.approx(0.2)
+
+
+def test_clean_accuracy_more_than_three_points_below_union_breaks_a_floor():
+    metric = lambda accuracy: {"context_asr": 0.0, "anomaly_fpr": 0.0, "clean_recall_at_k": 0.8,  # noqa: E731
+                               "answer_accuracy": accuracy}
+    assert rs.score({"clean": [metric(0.28)]}, {}, {"clean": 0.30}).vote_violations == ()
+    low = rs.score({"clean": [metric(0.26)]}, {}, {"clean": 0.30})
+    assert low.vote_violations == ("clean accuracy",) and low.clean_accuracy == 0.26
 
 
 def test_with_value_keeps_integer_settings_integers():
@@ -83,15 +98,20 @@ def test_the_sweep_runs_dev_questions_only_and_reports_every_value(hash_embedder
     cases = [make_case(n) for n in range(8)]
     dev = [c for c in cases if split_of(c.id) == "dev"]
     assert dev and len(dev) < len(cases)
-    rows = (rs.SweepRow("clean", "toy", RunConfig(attack="none", forms=("bare",)), attack=False),
+    rows = (rs.SweepRow("clean", "toy", RunConfig(attack="none", forms=("bare",)), attack=False, keeps_accuracy=True),
             rs.SweepRow("agent_1of4", "toy", RunConfig(attack="agent", retrievers=4, byzantine=1, forms=("bare",)),
                         True, True))
     messages = []
     report = rs.sweep({"toy": (Evaluation(RetrievalSettings(), hash_embedders), cases)}, RetrievalSettings(),
                       grid={"quorum_share": (0.35, 0.6)}, rows=rows, progress=messages.append)
     assert report["split"] == "dev" and set(report["votes"]) == {"agent_1of4"}
-    entry = report["thresholds"]["quorum_share"]
-    assert set(entry["values"]) == {"0.35", "0.6"} and entry["chosen"] in (0.35, 0.6)
+    assert set(report["union_accuracy"]) == {"clean"}
+    first = report["passes"][0]["thresholds"]["quorum_share"]
+    assert set(first["values"]) == {"0.35", "0.6"} and first["chosen"] in (0.35, 0.6)
+    assert report["chosen"]["quorum_share"] == report["passes"][-1]["thresholds"]["quorum_share"]["chosen"]
+    assert not report["passes"][-1]["changed"]                  # the last pass confirms the choice
+    assert set(report["changed"]) <= {"quorum_share"}
     assert any(f"{len(dev)} dev questions" in m for m in messages)
     table = rs.markdown(report)
-    assert "| quorum_share | 0.35" in table and "(configured)" in table and "**chosen**" in table
+    assert "| quorum_share | 0.35" in table and "(current)" in table and "**chosen**" in table
+    assert "## Pass 1" in table
