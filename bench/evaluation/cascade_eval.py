@@ -24,7 +24,8 @@ Metrics (each counts one thing):
   while the stage waits. Beside it: the same clean trajectories replayed on an empty cache with nothing
   indexed (`unindexed_overhead`), and the warm figure (mean ± sd over `runs` replays).
 - output-level baseline: the final answer's claims checked against the consensus pool (what the
-  two or more retrievers agreed on, the pool SFV checks against), with no stage boundaries.
+  two or more retrievers agreed on, the pool SFV checks against), and its confidence against the share of
+  the question its claims answer (CPM's margin), once, with no stage boundaries.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ from engine.types import CascadeType
 from engine.stages.model import Trajectory
 from engine.types import ClaimLabel
 from engine.ingest.corpus import embedding_texts
+from engine.text import content_words
 from engine.verify.verifier import EvidenceVerifier
 from .cascade_data import CascadeRecord
 from .cascade_inject import INJECTION_STAGE, Injection
@@ -103,14 +105,30 @@ def _propagated(kind: CascadeType | None, result: RunResult, clean: RunResult) -
     return _norm(result.answer) != _norm(clean.answer)
 
 
-def output_level_fires(result: RunResult, verifier: EvidenceVerifier) -> bool:
-    """The baseline: the final answer's claims against the consensus pool the monitors check against, and
-    nothing else (no stage boundaries)."""
+def output_level_fires(result: RunResult, verifier: EvidenceVerifier, margin: float = 0.05) -> bool:
+    """The baseline: what the final answer says and how sure it is, checked once at the output with no stage
+    boundaries. It fires when a final claim is not supported by the consensus pool the monitors check
+    against, or when the answer is surer than its claims answer the question: its confidence above the
+    share of the question's content words its claims and their cited titles carry, by more than CPM's
+    margin (the part of CPM's calibration an output-level check can see; the upstream ceiling needs stages)."""
     final = result.trajectory.stages[-1]
     evidence = list(result.trajectory.pool)
     if not final.claims:
         return False
-    return any(verifier.judge_sync(c.text, evidence).label is not ClaimLabel.SUPPORTED for c in final.claims)
+    if any(verifier.judge_sync(c.text, evidence).label is not ClaimLabel.SUPPORTED for c in final.claims):
+        return True
+    titles = {chunk.id: chunk.title for chunk in (*evidence, *final.evidence)}
+    return final.confidence - answered_share(result.trajectory.question, final.claims, titles) > margin
+
+
+def answered_share(question: str, claims, titles: dict[str, str]) -> float:
+    """Share of the question's content words that the claims and the titles of the passages they cite carry."""
+    asked = set(content_words(question))
+    if not asked:
+        return 1.0
+    said = {w for c in claims for w in content_words(c.text)}
+    said |= {w for c in claims for cited in c.citations for w in content_words(titles.get(cited, ""))}
+    return len(asked & said) / len(asked)
 
 
 def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSettings, *,
@@ -135,7 +153,7 @@ def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSetting
         gold = lambda text: any(contains_answer(text, a) for a in record.answers)   # noqa: E731
         out.rows.append(Row(record.id, record.dataset, split, run.decomposition.shape.value, None, False,
                             tuple(watch.scores), False, False, False, False, False, False,
-                            output_level_fires(clean, baseline), gold(clean.answer), gold(clean.answer)))
+                            output_level_fires(clean, baseline, settings.confidence_margin), gold(clean.answer), gold(clean.answer)))
         for kind in CascadeType:
             injection = Injection(kind, seed, variant)
             watch = CascadeMonitor(monitors, settings, mitigate=False)
@@ -154,7 +172,7 @@ def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSetting
             success = fired and not mitigated.halted and not with_charm
             out.rows.append(Row(record.id, record.dataset, split, run.decomposition.shape.value, kind,
                                 watched.injected, tuple(watch.scores), without, with_charm, mitigated.halted,
-                                escalated(mitigated), fired, success, output_level_fires(watched, baseline), gold(clean.answer),
+                                escalated(mitigated), fired, success, output_level_fires(watched, baseline, settings.confidence_margin), gold(clean.answer),
                                 gold(mitigated.answer), mitigation))
         if progress:
             progress(n, len(records), record.id)

@@ -21,8 +21,9 @@ DEFINITIONS = (
     "passages indexed beforehand as the product indexes its corpus, everything the stages said embedded while it "
     "waited; unindexed: the same runs replayed on an empty cache; warm: mean ± sd over replays.",
     "Ablation rows switch monitors off; the weights of those left are scaled to sum to 1 (a lone monitor can fire).",
-    "Output-level baseline: the final answer's claims against the evidence handed to it, nothing else; its cdr counts "
-    "a flag at any stage, which flatters it.",
+    "Output-level baseline: once, at the output: the final answer's claims against the consensus pool the monitors "
+    "check against, and its confidence against the share of the question its claims and cited titles answer (CPM's "
+    "margin); its cdr counts a flag at any stage, which flatters it.",
 )
 
 

@@ -224,3 +224,38 @@ def test_the_unindexed_overhead_replays_the_clean_runs_on_the_embedder_it_is_giv
     pooled = " ".join(c.text for c in collected.clean[0].pool)
     assert collected.clean[0].pool and any(text in pooled for text in fresh.asked)
     assert unindexed_overhead([], _Recording(), CascadeSettings()) == (None, None)
+
+
+
+class _Verifier:
+    """Stands in for the evidence verifier at its boundary: every claim gets one label."""
+
+    def __init__(self, label) -> None:
+        self.label = label
+
+    def judge_sync(self, text, evidence):
+        from types import SimpleNamespace
+        return SimpleNamespace(label=self.label)
+
+
+def test_the_output_level_baseline_sees_the_final_confidence_as_the_monitors_do():
+    from bench.evaluation.cascade_eval import answered_share, output_level_fires
+    from engine.types import Claim, ClaimLabel
+    run = _hotpot_run()
+    clean = run.run(None, None)
+    claim = Claim("Scott Derrickson is an American director.", ("r1/p0",))
+    titles = {"r1/p0": "Scott Derrickson"}
+    share = answered_share(clean.trajectory.question, (claim,), titles)
+    assert 0.0 < share < 0.7          # it names one of the two people and neither nationality word
+    assert answered_share(clean.trajectory.question, (claim,), {}) == share    # the title repeats the claim's name
+    assert answered_share("", (claim,), titles) == 1.0
+
+    def with_final(confidence: float):
+        final = dataclasses.replace(clean.trajectory.stages[-1], claims=(claim,), confidence=confidence)
+        trajectory = dataclasses.replace(clean.trajectory, stages=clean.trajectory.stages[:-1] + (final,))
+        return dataclasses.replace(clean, trajectory=trajectory)
+
+    supported, refuted = _Verifier(ClaimLabel.SUPPORTED), _Verifier(ClaimLabel.REFUTED)
+    assert not output_level_fires(with_final(share + 0.04), supported, margin=0.05)
+    assert output_level_fires(with_final(share + 0.06), supported, margin=0.05)     # surer than its claims answer
+    assert output_level_fires(with_final(share), refuted, margin=0.05)              # a claim the pool does not back
