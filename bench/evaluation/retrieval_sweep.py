@@ -8,10 +8,13 @@ The choice per threshold is lexicographic, in the order an operator would ask:
   1. the fewest broken floors: an agent-attack row where the defence plants more than the better of
      union and majority (#29's target: never worse than a plain vote), or clean answer accuracy more
      than 3 points below union's (#7's target);
+  1b. the fewest floors broken by either grid neighbour: a value beside one that breaks a floor sits on
+     an edge that ~50 dev questions a row cannot place, and may not hold on other questions;
   2. the lowest mean context_asr over the attack rows (rounded to 0.01: smaller gaps are noise on ~50
      questions);
   3. the highest share of edited copies flagged as such on the tamper rows (anomaly_tpr: a flag names
-     the sender to the reputation book, even where the quorum would have kept the copy out anyway);
+     the sender to the reputation book, even where the quorum would have kept the copy out anyway),
+     within TAMPER_SLACK of the best (a couple of copies: a tolerance, so no rounding edge decides);
   4. the highest clean recall@5 (HotpotQA), then the lowest clean anomaly_fpr (HotpotQA and biogen);
   5. the configured value, then the value nearest it.
 Only dev questions are run (their distractor passages may come from any question's paragraphs, as in
@@ -36,6 +39,7 @@ from .runner import DEFENCE, Evaluation, RunConfig
 DEV = "dev"
 TIE_DIGITS = 2      # context_asr gaps below 0.01 on ~50 questions are one question or less
 ACCURACY_SLACK = 0.03   # #7: clean accuracy within 3 points of the union baseline
+TAMPER_SLACK = 0.02     # edited copies flagged: ~150 dev copies on the tamper rows, so 0.02 is two or three
 MAX_PASSES = 3
 
 
@@ -137,12 +141,27 @@ def score(defence: Mapping[str, list[dict]], votes: Mapping[str, float],
 
 def choose(values: Sequence[float], scores: Mapping[float, Scores], current: float) -> float:
     """The module docstring's rule."""
-    def key(value: float):
+    ordered = sorted(values)
+
+    def neighbours_broken(value: float) -> int:
+        at = ordered.index(value)
+        around = ordered[max(0, at - 1):at] + ordered[at + 1:at + 2]
+        return max((len(scores[v].vote_violations) for v in around), default=0)
+
+    def safety(value: float):
         s = scores[value]
-        return (len(s.vote_violations), s.mean_asr, -round(s.tamper_flagged, 1),   # 0.01 is one copy or two
-                -round(s.clean_recall, TIE_DIGITS), round(s.clean_fpr, TIE_DIGITS),
+        return len(s.vote_violations), neighbours_broken(value), s.mean_asr
+
+    safest = min(safety(v) for v in values)
+    candidates = [v for v in values if safety(v) == safest]
+    best_flagged = max(scores[v].tamper_flagged for v in candidates)
+    candidates = [v for v in candidates if scores[v].tamper_flagged >= best_flagged - TAMPER_SLACK - 1e-9]
+
+    def rest(value: float):
+        s = scores[value]
+        return (-round(s.clean_recall, TIE_DIGITS), round(s.clean_fpr, TIE_DIGITS),
                 value != current, abs(value - current))
-    return min(values, key=key)
+    return min(candidates, key=rest)
 
 
 def sweep(evaluations: Mapping[str, tuple[Evaluation, Sequence]], base: RetrievalSettings, *,

@@ -23,6 +23,17 @@ def test_choice_puts_never_worse_than_a_vote_first():
     assert rs.choose([0.3, 0.35], table, current=0.3) == 0.35
 
 
+def test_choice_passes_over_a_value_whose_neighbours_both_break_a_floor():
+    # 0.65 plants least, but 0.6 and 0.7 each break a floor; 0.75 sits beside 0.7; 0.8 is clear of both.
+    broken = ("collude",)
+    table = {0.6: scores({"a": 0.07}, violations=broken), 0.65: scores({"a": 0.07}),
+             0.7: scores({"a": 0.11}, violations=broken), 0.75: scores({"a": 0.12}),
+             0.8: scores({"a": 0.14}), 0.85: scores({"a": 0.18})}
+    assert rs.choose(list(table), table, current=0.8) == 0.8
+    table[0.6] = table[0.7] = scores({"a": 0.11})      # both sides hold: no longer an edge
+    assert rs.choose(list(table), table, current=0.8) == 0.65
+
+
 def test_choice_then_lowest_attack_rate_then_recall_then_fpr():
     table = {1: scores({"a": 0.20}, recall=0.9), 2: scores({"a": 0.10}, recall=0.5), 3: scores({"a": 0.10}, recall=0.6)}
     assert rs.choose([1, 2, 3], table, current=1) == 3
@@ -34,6 +45,14 @@ def test_choice_prefers_flagging_edited_copies_over_clean_recall():
     table = {0.9: rs.Scores({"a": 0.1}, (), 0.80, 0.05, 0.3, tamper_flagged=0.9),
              0.97: rs.Scores({"a": 0.1}, (), 0.85, 0.04, 0.3, tamper_flagged=0.4)}
     assert rs.choose([0.9, 0.97], table, current=0.97) == 0.9
+
+
+def test_edited_copies_flagged_within_a_couple_of_copies_count_as_a_tie():
+    flagged = lambda share, fpr: rs.Scores({"a": 0.1}, (), 0.8, fpr, 0.3, tamper_flagged=share)  # noqa: E731
+    table = {0.85: flagged(0.90, 0.23), 0.9: flagged(0.88, 0.10), 0.95: flagged(0.88, 0.07),
+             0.97: flagged(0.87, 0.065), 0.99: flagged(0.86, 0.064)}
+    # 0.97 and 0.99 flag fewer copies than 0.85 by more than the slack; of the rest, 0.95 flags fewest clean passages.
+    assert rs.choose(list(table), table, current=0.9) == 0.95
 
 
 def test_choice_keeps_the_configured_value_on_a_tie_and_ignores_noise():
