@@ -152,8 +152,9 @@ def choose(values: Sequence[float], scores: Mapping[float, Scores], current: flo
         s = scores[value]
         return len(s.vote_violations), neighbours_broken(value), s.mean_asr
 
-    safest = min(safety(v) for v in values)
-    candidates = [v for v in values if safety(v) == safest]
+    safeties = {v: safety(v) for v in values}
+    safest = min(safeties.values())
+    candidates = [v for v in values if safeties[v] == safest]
     best_flagged = max(scores[v].tamper_flagged for v in candidates)
     candidates = [v for v in candidates if scores[v].tamper_flagged >= best_flagged - TAMPER_SLACK - 1e-9]
 

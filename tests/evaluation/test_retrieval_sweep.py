@@ -23,7 +23,7 @@ def test_choice_puts_never_worse_than_a_vote_first():
     assert rs.choose([0.3, 0.35], table, current=0.3) == 0.35
 
 
-def test_choice_passes_over_a_value_whose_neighbours_both_break_a_floor():
+def test_choice_passes_over_a_value_beside_one_that_breaks_a_floor():
     # 0.65 plants least, but 0.6 and 0.7 each break a floor; 0.75 sits beside 0.7; 0.8 is clear of both.
     broken = ("collude",)
     table = {0.6: scores({"a": 0.07}, violations=broken), 0.65: scores({"a": 0.07}),
