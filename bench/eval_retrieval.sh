@@ -4,17 +4,27 @@
 # and reports/retrieval/summary.md (one line per row: defence vs the best simple baseline).
 # Run time: 584 s warm (embeddings cached) for the first 25 rows, about 80 s more for the 4 corroborated rows; the first run with an empty embedding cache took 3,150 s
 # here, most of it e5 (about 13 texts/s) embedding the biogen, nq and msmarco passages.
+# Options: --settings FILE (default config/engine.toml) and --out DIR (default reports/retrieval), to measure
+# other thresholds without touching the shipped ones.
 # Needs ../shared/data. Embeddings are cached in <user cache dir>/quorum/eval; the first run computes them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=reports/retrieval
+settings=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --settings) settings=(--settings "$2"); shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "usage: $0 [--settings FILE] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
 mkdir -p "$out"
 rows=()
 run() {
   name=$1; shift
   echo "== $name: $*"
   local started=$SECONDS
-  .venv/bin/python main.py eval retrieval "$@" --json "$out/$name.json" \
+  .venv/bin/python main.py eval retrieval "$@" "${settings[@]}" --json "$out/$name.json" \
     | grep -E "^(form|by split|method|defense|naive|union|majority|trustrag|wall)" || true
   [ -f "$out/$name.json" ] || { echo "no report for $name" >&2; exit 1; }
   echo "   ($name: $((SECONDS - started)) s)"
