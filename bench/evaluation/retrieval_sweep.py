@@ -6,8 +6,11 @@ MAX_PASSES), so the chosen values are also tried together. Every row's retriever
 and judged under each value, so each value sees the very same lists.
 The choice per threshold is lexicographic, in the order an operator would ask:
   1. the fewest broken floors: an agent-attack row where the defence plants more than the better of
-     union and majority (#29's target: never worse than a plain vote), or clean answer accuracy more
-     than 3 points below union's (#7's target);
+     union and majority (#29's target: never worse than a plain vote), clean answer accuracy more
+     than 3 points below union's (#7's target), or answer accuracy under an agent attack on HotpotQA
+     more than 3 points below union's clean accuracy (a Byzantine minority may cost no more answers
+     than #7 allows; without this floor the sweep chose echo_similarity 0.7, which merged honest
+     passages into echoes and cost 0.25 of test recall@5 under one Byzantine retriever of four);
   1b. the fewest floors broken by either grid neighbour: a value beside one that breaks a floor sits on
      an edge that ~50 dev questions a row cannot place, and may not hold on other questions;
   2. the lowest mean context_asr over the attack rows (rounded to 0.01: smaller gaps are noise on ~50
@@ -52,15 +55,17 @@ class SweepRow:
     attack: bool              # scored by context_asr (lower is better); else a clean row
     against_vote: bool = False   # an agent attack: the defence must plant no more than union or majority
     keeps_accuracy: bool = False # a clean row: answer accuracy within ACCURACY_SLACK of union's
+    keeps_answers: bool = False  # an attack row: answer accuracy within ACCURACY_SLACK of union's on the clean row
 
 
 ROWS: tuple[SweepRow, ...] = (
     SweepRow("clean", "hotpotqa", RunConfig(attack="none", forms=("bare",)), attack=False, keeps_accuracy=True),
-    SweepRow("agent_1of4", "hotpotqa", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
+    SweepRow("agent_1of4", "hotpotqa", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True,
+             keeps_answers=True),
     SweepRow("nq_agent_1of4", "nq", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
     SweepRow("msmarco_agent_1of4", "msmarco", RunConfig(attack="agent", retrievers=4, byzantine=1), True, True),
     SweepRow("collude_2of5", "hotpotqa", RunConfig(attack="agent", collude=True, retrievers=5, byzantine=2),
-             True, True),
+             True, True, keeps_answers=True),
     SweepRow("corpus_p5", "hotpotqa", RunConfig(attack="corpus"), True),
     SweepRow("corpus_p3", "hotpotqa", RunConfig(attack="corpus", poison_count=3), True),
     SweepRow("tamper_same_id", "hotpotqa", RunConfig(attack="tamper", variant="tamper-same-id", forms=("bare",)), True),
@@ -127,6 +132,9 @@ def score(defence: Mapping[str, list[dict]], votes: Mapping[str, float],
                 flagged.append(min(m.get("anomaly_tpr") or 0.0 for m in metrics))
             if row.against_vote and asr[row.name] > votes.get(row.name, math.inf) + 1e-9:
                 violations.append(row.name)
+            if row.keeps_answers and "clean" in union_accuracy and \
+                    min(m["answer_accuracy"] or 0.0 for m in metrics) < union_accuracy["clean"] - ACCURACY_SLACK - 1e-9:
+                violations.append(f"{row.name} accuracy")
         else:
             fprs.append(max(m["anomaly_fpr"] or 0.0 for m in metrics))
             accuracy = min(m["answer_accuracy"] or 0.0 for m in metrics)

@@ -82,6 +82,18 @@ def test_clean_accuracy_more_than_three_points_below_union_breaks_a_floor():
     assert low.vote_violations == ("clean accuracy",) and low.clean_accuracy == 0.26
 
 
+def test_answers_lost_under_an_agent_attack_break_a_floor_against_union_clean_accuracy():
+    metric = lambda accuracy: {"context_asr": 0.0, "anomaly_fpr": 0.0, "clean_recall_at_k": 0.8,  # noqa: E731
+                               "answer_accuracy": accuracy}
+    union = {"clean": 0.30}
+    kept = rs.score({"clean": [metric(0.30)], "agent_1of4": [metric(0.28), metric(0.29)]}, {}, union)
+    assert kept.vote_violations == ()
+    lost = rs.score({"clean": [metric(0.30)], "agent_1of4": [metric(0.29), metric(0.25)]}, {}, union)
+    assert lost.vote_violations == ("agent_1of4 accuracy",)    # the worse form counts
+    corpus = rs.score({"clean": [metric(0.30)], "corpus_p5": [metric(0.10)]}, {}, union)
+    assert corpus.vote_violations == ()     # poisoning rows are scored by what they plant, not by answers
+
+
 def test_with_value_keeps_integer_settings_integers():
     changed = rs.with_value(RetrievalSettings(), "echo_min_size", 4.0)
     assert changed.echo_min_size == 4 and isinstance(changed.echo_min_size, int)
