@@ -68,6 +68,9 @@ ROWS: tuple[SweepRow, ...] = (
              True, True, keeps_answers=True),
     SweepRow("corpus_p5", "hotpotqa", RunConfig(attack="corpus"), True),
     SweepRow("corpus_p3", "hotpotqa", RunConfig(attack="corpus", poison_count=3), True),
+    # Two texts: the fewest an echo rule can see (echo_min_size 2); without this row the sweep cannot tell
+    # what a pair rule buys.
+    SweepRow("corpus_p2", "hotpotqa", RunConfig(attack="corpus", poison_count=2), True),
     SweepRow("tamper_same_id", "hotpotqa", RunConfig(attack="tamper", variant="tamper-same-id", forms=("bare",)), True),
     SweepRow("tamper_new_id", "hotpotqa", RunConfig(attack="tamper", variant="tamper-new-id", forms=("bare",)), True),
     SweepRow("name_swap", "hotpotqa", RunConfig(attack="tamper", variant="name-swap", forms=("bare",)), True),

@@ -35,7 +35,9 @@ from .features import Passage, internally_consistent, metadata_confidence
 
 EXCLUDING_FLAGS = frozenset({PassageFlag.ECHO, PassageFlag.TAMPERED, PassageFlag.DISPUTED})  # its retriever is reported
 ANOMALY_FLAGS = EXCLUDING_FLAGS | {PassageFlag.OUTLIER}    # a passage with any of these never enters the context
-MAINSTREAM = 3       # a near-duplicate group this many times echo_min_size, half of all retrieved, is the mainstream
+# Near-duplicates it takes (with half of all retrieved) to be the mainstream: a count of its own, not a
+# multiple of echo_min_size, so that counting pairs as echoes does not lower it.
+MAINSTREAM_SIZE = 9
 OFF_TOPIC = 0.15     # rescaled query similarity below which a lone passage is off the question's topic
 
 
@@ -253,11 +255,11 @@ class SecureRetrieval:
             unlike = [i for i in others if i not in lookalikes]
             if echo_margin(to_question, group, unlike) <= s.echo_margin:
                 continue
-            if len(group) >= MAINSTREAM * s.echo_min_size and 2 * len(group) >= int(independent.sum()):
-                # Half or more of everything retrieved, and three times the near-duplicates an echo
-                # needs: the mainstream of the sources (web pages repeating one biography), one voice.
+            if len(group) >= MAINSTREAM_SIZE and 2 * len(group) >= int(independent.sum()):
+                # Half or more of everything retrieved, and MAINSTREAM_SIZE near-duplicates: the
+                # mainstream of the sources (web pages repeating one biography), one voice.
                 # An attacker must plant that many copies and outnumber the rest to pass as it, and
-                # then still counts once. (Twice was too few: five planted texts and the honest
+                # then still counts once. (Six was too few: five planted texts and the honest
                 # look-alikes a group gathers reach it.)
                 verdict = EchoVerdict(False, "the mainstream of what was retrieved", False, (), "", "")
             else:

