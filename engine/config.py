@@ -49,7 +49,7 @@ class RetrievalSettings:
     embedder: str = "dense-minilm"    # the engine's own embedder for passage features
     quorum_share: float = 0.35    # share of retriever weight that must return a passage
     echo_similarity: float = 0.8  # cosine at which two different passages are near-duplicates
-    echo_min_size: int = 3        # near-duplicates it takes to make an echo cluster
+    echo_min_size: int = 2        # near-duplicates it takes to make an echo cluster (a pair: chosen on dev, #29)
     echo_margin: float = 0.02     # how much closer to the question than any independent passage an echo sits
     corroboration: float = 0.85   # share of an echo's claim an independent passage must carry to corroborate it
     mirror_margin: float = 0.1    # strict mode: a lone passage (or a pair) this much closer to the question

@@ -241,6 +241,11 @@ class SecureRetrieval:
                                        s.echo_similarity, s.echo_min_size)
         claimed: set[int] = set()
         for group in groups:
+            if len(group) == 2 and _another_source_and_date(chunks[group[0]], chunks[group[1]]):
+                # A pair from two sources written at two dates is two witnesses (news one site reports
+                # and another repeats), not one hand's copies: the weakest echo gets the benefit of the
+                # doubt a lone mirror's corroboration gets. Three or more are judged whatever their dates.
+                continue
             members = set(group)
             claim = set(answer_words(best_sentence(question, [chunks[i] for i in group]), question))
             # Looser copies of the group: look-alikes just below the near-duplicate line that carry its
