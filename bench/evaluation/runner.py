@@ -40,6 +40,9 @@ METHODS = (DEFENCE,) + baselines.BASELINES
 MODES = tuple(mode.value for mode in RetrievalMode)
 FIXED_TODAY = dt.date(2025, 1, 1)   # freshness is computed against a fixed day, so runs replay exactly
 EMBED_BATCH = 64
+# The adaptive attacker plants at least two texts, each below the echo threshold to every other: texts that
+# far apart make no near-duplicate group whatever echo_min_size is, so a smaller echo size buys it nothing.
+ADAPTIVE_TEXTS = 2
 
 
 @dataclass(frozen=True)
@@ -270,7 +273,7 @@ class Evaluation:
             elif config.variant == "adaptive":
                 bare = variants.adaptive(bare, case.question, case.incorrect_answer,
                                          variants.honest_sentences([p.text for p in case.own_passages]),
-                                         max(1, self.settings.echo_min_size - 1), self.settings.echo_similarity,
+                                         max(ADAPTIVE_TEXTS, self.settings.echo_min_size - 1), self.settings.echo_similarity,
                                          self._similarity, rng)
             self._poison[key] = [attacks.poison_text(case.question, t, form) for t in bare]
         return self._poison[key]

@@ -71,10 +71,10 @@ def test_adaptive_plants_fewer_texts_than_an_echo_none_alike_above_the_threshold
 def test_adaptive_budget_comes_from_the_settings(hash_embedders):
     case = Case("qa", QUESTION, ("23 episodes",), ANSWER,
                 tuple(Passage(f"qa/p{i}", f"T{i}", t, i == 0) for i, t in enumerate(FILLER)), POISON)
-    for size in (3, 4):
+    for size, most in ((2, 2), (3, 2), (4, 3)):    # at least two: pairwise-distant texts make no echo at any size
         evaluation = Evaluation(RetrievalSettings(echo_min_size=size), hash_embedders)
         texts = evaluation.poison_texts(case, RunConfig(attack="corpus", variant="adaptive").validate(), "bare")
-        assert 1 <= len(texts) <= size - 1
+        assert len(texts) == most     # the hash embedder keeps every paraphrase apart: the budget binds
 
 
 PASSAGE = ("Anna Berg met Tomas Lind in Oslo in 1950. Anna Berg later taught Tomas Lind to climb, and "
