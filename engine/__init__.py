@@ -10,9 +10,9 @@ from engine.errors import (AgentError, AgentProtocolError, AgentReplyTooLarge, A
 from engine.gateway.envelope import new_trace_id
 from engine.registry import AgentView, FleetState
 from engine.types import (AgentKind, AgentOutcome, AgentSpec, AgentState, CallStatus, Candidate, ChallengeOutcome,
-                          CheckReason, Chunk, ChunkExplanation, Citation, Claim, ClaimCheck, ClaimOrigin, ContextChunk,
-                          Event, FaultKind, Generation, PassageFlag, RetrievalMode, RiskTier, Role, ToolRequest,
-                          TrustLevel, Verdict, to_jsonable)
+                          CanaryState, CheckReason, Chunk, ChunkExplanation, Citation, Claim, ClaimCheck, ClaimOrigin,
+                          ContextChunk, Event, FaultKind, Generation, JudgeNote, MeaningStatus, PassageFlag,
+                          RetrievalMode, RiskTier, Role, ToolRequest, TrustLevel, Verdict, to_jsonable)
 from engine.answer import Answer
 
 # What the engine tells its listeners (Engine.subscribe), one class per thing that happened.
@@ -78,6 +78,7 @@ __all__ = [
     "DEFAULT_FLEET", "AgentView", "FleetState", "new_trace_id",
     # vocabulary
     "AgentKind", "AgentOutcome", "AgentSpec", "AgentState", "Answer", "CallStatus", "Candidate", "ChallengeOutcome",
+    "CanaryState", "JudgeNote", "MeaningStatus",
     "Chunk", "ChunkExplanation", "Citation", "Claim", "ClaimCheck", "ContextChunk", "Event", "FaultKind", "Generation",
     "RiskTier", "Role", "ToolRequest", "TrustLevel", "Verdict", "to_jsonable",
     "CheckReason", "ClaimOrigin", "PassageFlag", "RetrievalMode",

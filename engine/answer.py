@@ -9,8 +9,8 @@ from typing import Mapping
 from .cascade.types import CascadeOutcome
 from .gateway.report import GatewayReport
 from .stages.model import StageResult
-from .types import (AgentOutcome, CallStatus, Candidate, Citation, ContextChunk, Participation, RiskTier, Role, Suspect,
-                    Verdict)
+from .types import (AgentOutcome, CallStatus, Candidate, Citation, ContextChunk, JudgeNote, Participation, RiskTier, Role,
+                    Suspect, Verdict)
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class Answer:
     cascade: CascadeOutcome | None = None            # what the cascade monitor saw and did (None: not watched)
     gateway: GatewayReport | None = None             # what the thought-virus gateway screened, blocked, escalated
     participation: Participation | None = None       # how many agents took part, and whether a quorum held
+    judge: JudgeNote = JudgeNote()                   # whether judges read its meaning ("meaning not read" if not)
 
     def agents_ok(self, role: Role) -> int:
         return sum(1 for a in self.agents if a.role is role and a.status is CallStatus.OK)

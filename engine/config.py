@@ -21,6 +21,7 @@ from .settings.reputation import ReputationSettings
 from .settings.cascade import CascadeSettings
 from .settings.gateway import GatewaySettings
 from .settings.telemetry import TelemetrySettings, check_telemetry
+from .settings.judge import JudgeSettings
 from .settings.meaning import MeaningSettings
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
@@ -106,6 +107,7 @@ class EngineSettings:
     gateway: GatewaySettings = GatewaySettings()
     telemetry: TelemetrySettings = TelemetrySettings()   # traces out over OTLP (engine.telemetry), off by default
     meaning: MeaningSettings = MeaningSettings()         # the meaning verifier (engine/verify/meaning.py)
+    judge: JudgeSettings = JudgeSettings()               # where judges read meaning (engine/generation/judging.py)
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode=RetrievalMode.OPTIMISTIC),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -223,7 +225,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
     file = str(path)
     data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk",
                                                                "reputation", "cascade", "gateway",
-                                                               "telemetry", "meaning"})
+                                                               "telemetry", "meaning", "judge"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -239,6 +241,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         gateway=_build_section(file, "gateway", GatewaySettings, data.get("gateway", {})),
         telemetry=check_telemetry(file, _build_section(file, "telemetry", TelemetrySettings, data.get("telemetry", {}))),
         meaning=_build_section(file, "meaning", MeaningSettings, data.get("meaning", {})),
+        judge=_build_section(file, "judge", JudgeSettings, data.get("judge", {})),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "free_text_min_support"),
@@ -252,7 +255,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("cascade", "theta"), ("cascade", "w_sfv"), ("cascade", "w_csct"), ("cascade", "w_cpm"),
                          ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor"),
                          ("meaning", "entails_threshold"), ("meaning", "answers_threshold"), ("meaning", "lift"),
-                         ("meaning", "relative"), ("meaning", "judge_answers_at")):
+                         ("meaning", "relative"), ("judge", "answers_at")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
     from .settings.cascade import CHOICES
@@ -461,8 +464,8 @@ def _parse_agent(file: str, index: int, table: Any, allow_non_loopback: bool = F
         raise ConfigError(file, f"{where}.url", "an external agent needs a url (or set backend for a built-in one)")
     if url:
         url = _check_url(file, f"{where}.url", url)
-    if kind is AgentKind.OPENAI_CHAT and (role is not Role.GENERATOR or backend):
-        raise ConfigError(file, f"{where}.kind", "openai-chat is for external generators only")
+    if kind is AgentKind.OPENAI_CHAT and (role is Role.RETRIEVER or backend):
+        raise ConfigError(file, f"{where}.kind", "openai-chat is for external generators and judges (verifiers) only")
     if kind is AgentKind.OPENAI_CHAT and not table.get("model"):
         raise ConfigError(file, f"{where}.model", "openai-chat needs the model name served at the url")
     if "dialect" in table and kind is not AgentKind.OPENAI_CHAT:

@@ -16,6 +16,8 @@ from .agents.auth import Keyring
 from .agents.client import AgentClient
 from .agents.launcher import FleetLauncher
 from .alerts.book import AlertBook
+from .alerts.kinds import AlertKind
+from .alerts.row import NewAlert
 from .config import EngineSettings, FleetConfig
 from .decided import AnnounceDecided, RecordAlerts, RecordAnswer, SnapshotMemory, UpdateReputation
 from .demo import DemoTraffic
@@ -31,6 +33,7 @@ from .gateway.permissions_config import load_permissions
 from .gateway.sessions import GatewaySessions
 from .gateway.tools import ToolBroker
 from .gateway.traces import write_report
+from .judges import JudgeWatch
 from .memory import MemoryStore, SnapshotSchedule
 from .pipeline import Pipeline, QuestionBlocked
 from .question.corpus import CorpusHashes
@@ -44,7 +47,7 @@ from .schema import MIGRATIONS
 from .store.audit_log import AuditLog
 from .store.db import Store
 from .telemetry import start_telemetry
-from .types import AgentKind, AgentOutcome, AgentState, RiskTier
+from .types import AgentKind, AgentOutcome, AgentState, CanaryState, RiskTier
 from .verify.embedders import EMBEDDERS, CachedEmbedder
 from .verify.meaning import LazyMeaning
 from .answer import Answer
@@ -121,6 +124,9 @@ class Engine:
         self.tools = ToolsFacade(parts.tools, parts.tools.matrix, {a.id: a.role for a in fleet.agents})
         self.gateway = GatewayFacade(parts.store)
         self.cascade = CascadeFacade(settings.cascade)
+        # Each judge answers its canaries when it comes up and now and then after (engine/judges.py).
+        self.judges = JudgeWatch(parts.client, parts.registry, settings.judge, self._judge_checked, clock)
+        self._judge_rounds: asyncio.Task | None = None
         # Demo questions at a chosen rate (off until started); stamped with the engine's clock.
         self.demo = DemoTraffic(self.questions.ask, self._emit, stamp=clock)
         # What follows a decided question, in this order (engine/decided.py).
@@ -186,6 +192,20 @@ class Engine:
         self._emit(AgentChanged(view, "", self.parts.clock()))
         if state in (AgentState.UP, AgentState.DOWN):
             self._spawn(self._audit("fleet", f"agent.{state.value}", {"agent": agent_id, "detail": detail}))
+        if state is AgentState.UP and view.spec.judge:
+            self._spawn(self.judges.check(agent_id))
+
+    async def _judge_checked(self, view: AgentView, result, before: CanaryState | None) -> None:
+        """A judge's canaries: shown in the Fleet panel, audited, and an alert when it starts failing them."""
+        clock = self.parts.clock
+        self._emit(AgentChanged(view, "", clock()))
+        await self._audit("engine", "judge.canaries", {"agent": view.spec.id, "passed": result.passed,
+                                                       "detail": result.detail, "seconds": round(result.seconds, 2)})
+        if not result.passed and before is not CanaryState.FAILED:
+            alert = NewAlert(AlertKind.JUDGE_MISREADS, view.spec.id,
+                             f"{view.spec.id} {result.detail}: it is not asked until it reads its canaries right", "",
+                             clock())
+            await self.alerts.announce(await self.parts.alerts.record([alert]), "")
 
     def _on_late_reply(self, outcome: AgentOutcome, trace_id: str) -> None:
         """A call that outlived its question's deadline ended: audited as agent.late with how it ended."""
@@ -214,6 +234,9 @@ class Engine:
         warm = self.corpus.busy_until(self._spawn(asyncio.to_thread(self._warm_embedder, asyncio.get_running_loop())))
         if parts.launcher:
             await parts.launcher.start()
+        if any(a.judge and a.enabled for a in config.agents):
+            # Not one of _tasks (the engine's own writes, awaited at close): a loop that sleeps until cancelled.
+            self._judge_rounds = asyncio.get_running_loop().create_task(self.judges.run())
         await asyncio.shield(warm)   # a cancelled start leaves the thread to aclose(), which awaits it
         self._emit(EngineReady(sum(v.state is AgentState.UP for v in self.fleet.agents()), parts.clock()))
 
@@ -267,6 +290,9 @@ class Engine:
         """Stops in order: demo traffic (its questions answered), the fleet, pending writes, the client, the store."""
         parts = self.parts
         await self.demo.aclose()
+        if self._judge_rounds is not None:
+            self._judge_rounds.cancel()
+            await asyncio.gather(self._judge_rounds, return_exceptions=True)
         await parts.pipeline.aclose()      # calls past their questions' deadlines: none outlives the engine
         if parts.launcher:
             await parts.launcher.stop()

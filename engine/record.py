@@ -9,7 +9,7 @@ from typing import Callable, TypeVar
 from .answer import Answer
 from .gateway.traces import write_report
 from .store.db import Store
-from .types import to_jsonable
+from .types import MeaningStatus, to_jsonable
 
 T = TypeVar("T")
 
@@ -44,6 +44,12 @@ def record_answer_sync(store: Store, answer: Answer, also: Callable[[], T] | Non
                             "suspects": [s.agent_id for s in answer.suspects],
                             "challenges": {c.agent_id: c.challenge for c in answer.candidates if c.challenge},
                             "stages": [s.kind.value for s in answer.stages]})
+        note = answer.judge
+        if note.status is not MeaningStatus.NOT_NEEDED:
+            # The judges' reading, or the mark that meaning should have been read and was not.
+            store.append_audit(answer.trace_id, "engine", f"judge.{note.status.name.lower()}",
+                               {"why": note.why, "detail": note.detail, "readers": list(note.readers),
+                                "own_answer": note.own_answer, "verdict": answer.verdict.value})
         cascade = answer.cascade
         if cascade is not None and cascade.fired:
             store.append_audit(answer.trace_id, "charm", "cascade.fired",

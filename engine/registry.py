@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from .config import ROLE_OPERATION, FleetConfig, LimitSettings
 from .errors import InputError
-from .types import AgentOutcome, AgentSpec, AgentState, CallStatus, RiskTier, Role
+from .types import AgentOutcome, AgentSpec, AgentState, CallStatus, CanaryState, RiskTier, Role
 
 STATS_WINDOW = 50        # calls per agent behind its latency median and error rate
 
@@ -40,6 +40,8 @@ class FleetState(str, enum.Enum):
     DOWN = "down"
     STARTING = "starting"
     QUARANTINED = "quarantined"    # the reputation book gives it no work
+    MISREADS = "misreads"          # a judge that misread its canaries (or could not answer them): not asked
+    CHECKING = "checking"          # a judge answering its canaries: not asked until it has read them right
     PROBATION = "probation"        # low-risk work only, capped vote
     SLOW = "slow"                  # up, but SlowRule says it answers slowly
     UP = "up"
@@ -106,6 +108,13 @@ class AgentView:
     stopped: bool = False                # down because the operator stopped the built-in fleet
     at_work: int = 0                     # calls to it under way now
     at_work_since: float | None = None   # engine clock time the oldest of them went out
+    canaries: CanaryState | None = None  # a judge: how it read its known pairs (None: no judge, or not yet asked)
+    canary_detail: str = ""              # what it read, or what it got wrong
+
+    @property
+    def reads_meaning(self) -> bool:
+        """A judge that may be asked now: it read its canaries right."""
+        return self.spec.judge and self.canaries is CanaryState.PASSED
 
     def at_work_s(self, now: float) -> float | None:
         """How long it has been at work on its oldest call under way (None when it is idle)."""
@@ -130,6 +139,10 @@ class AgentView:
             return FleetState.STARTING
         if self.trust_state == "quarantined":
             return FleetState.QUARANTINED
+        if self.canaries is CanaryState.FAILED:
+            return FleetState.MISREADS
+        if self.spec.judge and self.canaries in (None, CanaryState.PENDING):
+            return FleetState.CHECKING
         if self.trust_state == "probation":
             return FleetState.PROBATION
         return FleetState.SLOW if self.slow_reason else FleetState.UP
@@ -219,6 +232,12 @@ class AgentRegistry:
                                    recent_calls=len(recent), last_seen=self.clock() if replied else view.last_seen,
                                    slow_reason=self.slow.why_slow(recent))
         self._views[outcome.agent_id] = view
+        return view
+
+    def set_canaries(self, agent_id: str, state: CanaryState, detail: str) -> AgentView:
+        """A judge's canaries: pending while it answers them, then passed or failed with what it read."""
+        view = dataclasses.replace(self._views[agent_id], canaries=state, canary_detail=detail)
+        self._views[agent_id] = view
         return view
 
     def set_trust(self, agent_id: str, score: float, state: str) -> AgentView:

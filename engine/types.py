@@ -175,6 +175,12 @@ class AgentSpec:
         return self.kind is AgentKind.OPENAI_CHAT or self.backend == LLM_BACKEND
 
     @property
+    def judge(self) -> bool:
+        """A verifier that reads meaning (engine.generation.judging): the built-in LLM judge, or any
+        OpenAI-compatible server asked the judges' prompts."""
+        return self.role is Role.VERIFIER and (self.backend == JUDGE_BACKEND or self.kind is AgentKind.OPENAI_CHAT)
+
+    @property
     def byzantine(self) -> bool:
         return self.fault.kind is not FaultKind.NONE
 
@@ -332,6 +338,35 @@ class Candidate:
     relevance: float | None = None         # P(the answer answers the question), the meaning verifier's; None: not read
     off_topic: bool = False                # the meaning verifier read it as not answering the question
     relevance_by: str = ""                 # whose reading relevance is ("read by ver-judge"); "": not read
+
+
+class CanaryState(str, enum.Enum):
+    """How a judge read its canaries, known pairs it must read right before it is asked (engine.generation.canaries)."""
+    PENDING = "pending"
+    PASSED = "passed"
+    FAILED = "failed"
+
+
+class MeaningStatus(str, enum.Enum):
+    """Whether a judge read the question's answers for meaning (engine.generation.judging)."""
+    NOT_NEEDED = "not needed"   # the cheap checks decided, and the tier does not ask a judge of every answer
+    READ = "read"               # a judge read the answers against their passages
+    NOT_READ = "not read"       # it should have been read and no judge could: absent, down, late, failing its canaries
+
+
+@dataclass(frozen=True)
+class JudgeNote:
+    """What the judges did for one question, for the answer view, the audit and the reputation book."""
+    status: MeaningStatus = MeaningStatus.NOT_NEEDED
+    why: str = ""                  # why a judge was asked ("a lone answer", "two supported answers differ")
+    detail: str = ""               # who read it, or why nobody could
+    readers: tuple[str, ...] = ()  # the judges whose readings count
+    own_answer: str = ""           # the judges' own short answer from the passages ("" when not asked)
+    reference_answers: bool = False  # they read the engine's own reader's answer as the passages' answer
+
+    @property
+    def not_read(self) -> bool:
+        return self.status is MeaningStatus.NOT_READ
 
 
 class SuspectReason(str, enum.Enum):

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGroupBox, QHBoxLayout
                                QListWidgetItem, QScrollArea, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
-from engine import (AgentOutcome, Answer, CallStatus, Candidate, Citation, Verdict, needs_review,
+from engine import (AgentOutcome, Answer, CallStatus, Candidate, Citation, MeaningStatus, Verdict, needs_review,
                     participation_summary)
 
 from .. import style
@@ -140,6 +140,10 @@ class VerdictHeader(QWidget):
         self.cascade_button.setAutoRaise(True)
         self.cascade_button.setToolTip("Show this answer's stage scores in the Cascade tab")
         self.cascade_button.clicked.connect(lambda: self.sig_show_cascade.emit())
+        # Whether a judge read the answers' meaning: plain text (its own answer is a model's words).
+        self.meaning = PlainLabel()
+        self.meaning.setWordWrap(True)
+        self.meaning.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.trace = PlainLabel()
         self.trace.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.trace.setFont(style.monospace_font())
@@ -151,6 +155,7 @@ class VerdictHeader(QWidget):
         self.trace_button.clicked.connect(self._on_open_trace)
         self._trace_id = ""
         self.badge.hide()
+        self.meaning.hide()
         self.suspects.hide()
         self.stages.hide()
         self.cascade.hide()
@@ -164,6 +169,7 @@ class VerdictHeader(QWidget):
         layout.setContentsMargins(0, 4, 0, 4)
         layout.addLayout(top)
         layout.addWidget(self.reason)
+        layout.addWidget(self.meaning)
         layout.addWidget(self.suspects)
         stages_row = QHBoxLayout()
         stages_row.setSpacing(6)
@@ -201,6 +207,10 @@ class VerdictHeader(QWidget):
                             f" · {total_ms:,.0f} ms</span>{participation_html(answer)}{review}")
         self.suspects.setText(suspects_html(answer))
         self.suspects.setVisible(bool(answer.suspects))
+        text, tone = meaning_text(answer)
+        self.meaning.setText(text)
+        self.meaning.setStyleSheet(f"color: {style.tone(tone).name()};" + (" font-weight: bold;" if tone == "warn" else ""))
+        self.meaning.setVisible(bool(text))
         self._show_stages(answer)
         self.trace.setText(f"trace_id {answer.trace_id}")
         self._trace_id = answer.trace_id
@@ -215,6 +225,17 @@ class VerdictHeader(QWidget):
         colour = style.tones().bad if fired and answer.cascade.halted else style.tones().warn
         self.cascade.setStyleSheet(f"color: {colour.name()}; font-weight: bold;")
         self.cascade.setVisible(fired)
+
+
+def meaning_text(answer: Answer) -> tuple[str, str]:
+    """(plain text, tone) of what the judges did: a warning when meaning should have been read and was not."""
+    note = answer.judge
+    if note.status is MeaningStatus.NOT_READ:
+        return f"⚠ Meaning not read ({note.why}): {note.detail}", "warn"
+    if note.status is MeaningStatus.READ:
+        own = f"; their own answer from the passages: “{note.own_answer}”" if note.own_answer else ""
+        return f"Meaning read by judges ({note.why}): {note.detail}{own}", "muted"
+    return "", "muted"
 
 
 def participation_html(answer: Answer) -> str:

@@ -43,10 +43,10 @@ FIT_EVERY_MS = 3000           # the columns follow widened contents this often a
 STATE_TONES = {
     FleetState.UP: "good", FleetState.SLOW: "warn", FleetState.DOWN: "bad", FleetState.STARTING: "info",
     FleetState.STOPPED: "muted", FleetState.DISABLED: "muted", FleetState.QUARANTINED: "bad",
-    FleetState.PROBATION: "warn",
+    FleetState.PROBATION: "warn", FleetState.MISREADS: "bad", FleetState.CHECKING: "info",
 }
 STATE_TINTS = {FleetState.DOWN: "bad_tint", FleetState.QUARANTINED: "bad_tint", FleetState.SLOW: "warn_tint",
-               FleetState.PROBATION: "warn_tint"}
+               FleetState.PROBATION: "warn_tint", FleetState.MISREADS: "bad_tint"}
 STATE_MEANINGS = {
     FleetState.UP: "answers in time",
     FleetState.SLOW: "up, but answers slowly",
@@ -56,6 +56,8 @@ STATE_MEANINGS = {
     FleetState.DISABLED: "enabled = false in the fleet file",
     FleetState.QUARANTINED: style.TRUST_STATE_MEANINGS["quarantined"],
     FleetState.PROBATION: style.TRUST_STATE_MEANINGS["probation"],
+    FleetState.MISREADS: "a judge that misread its canaries (known pairs) or could not answer them: not asked",
+    FleetState.CHECKING: "a judge answering its canaries (known pairs): asked once it reads them right",
 }
 
 
@@ -85,6 +87,8 @@ def state_tooltip(view: AgentView) -> str:
     lines = [f"{status.value}: {STATE_MEANINGS[status]}"]
     if status is FleetState.SLOW:
         lines.append(view.slow_reason)
+    if view.canary_detail:
+        lines.append(f"canaries: {view.canary_detail}")
     if view.trust_state != "active" and status.value != view.trust_state:
         lines.append(f"standing: {standing_tooltip(view)}")
     lines += [p for p in (view.url, view.detail) if p]

@@ -30,8 +30,10 @@ from ..types import LLM_BACKEND, AgentKind, AgentOutcome, AgentSpec, CallStatus,
 from .auth import (NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TRACE_HEADER, AgentAuthError, Keyring,
                    check_reply, new_nonce, request_signature)
 from .openai_chat import MODELS_PATH, REFUSED_FORM, build_chat_request, dialect_from_models, parse_chat_reply
-from .protocol import (chunk_to_json, loads, parse_answers_reply, parse_challenge_reply, parse_chunks, parse_generation,
-                       parse_judgement)
+from .openai_judge import chat_read, chat_validate
+from .protocol import (chunk_to_json, loads, parse_challenge_reply, parse_chunks, parse_generation, parse_judgement,
+                       parse_read_reply)
+from .schema import ReadReply
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -58,7 +60,7 @@ class AgentClient:
         self._http = self._new_http(True)
         self._tls: dict[tuple[str, str, str], httpx.AsyncClient] = {}   # per (ca_file, client cert, key)
         self._dialects: dict[str, ChatDialect] = {}   # openai-chat agents: the dialect their server takes
-        self._reads_no_answers: set[str] = set()       # verifiers that answered /answers with 404
+        self._not_judges: set[str] = set()              # verifiers that answered /read with 404
 
     def _new_http(self, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -201,24 +203,39 @@ class AgentClient:
         return dialect
 
     async def validate(self, spec: AgentSpec, url: str, claim: str, evidence: tuple[Chunk, ...], trace_id: str):
-        """A verifier agent's judgement of one claim against its evidence: (label, score, reason)."""
+        """A verifier agent's judgement of one claim against its evidence: (label, score, reason). An openai-chat
+        verifier is a judge on any OpenAI-compatible server, asked the judges' own prompt."""
+        if spec.kind is AgentKind.OPENAI_CHAT:
+            return await chat_validate(self._chat_post(spec, url, trace_id), spec, claim, evidence)
         payload = {"claim": claim, "evidence": [chunk_to_json(c) for c in evidence], "trace_id": trace_id}
         return parse_judgement(spec.id, await self._post(spec, f"{url}/validate", payload, trace_id))
 
-    async def answers(self, spec: AgentSpec, url: str, question: str, answer: str, trace_id: str) -> tuple[float, str]:
-        """A verifier agent's reading of whether an answer answers its question: (P, reason). A verifier that does
-        not read answers replies 404 (AgentHttpStatus)."""
-        payload = {"question": question, "answer": answer, "trace_id": trace_id}
+    async def read(self, spec: AgentSpec, url: str, question: str, passages: tuple[Chunk, ...],
+                   candidates: tuple[str, ...], trace_id: str, *, own_answer: bool = False) -> ReadReply:
+        """A judge's reading of candidate answers against their passages: P(yes) for each, and (own_answer) its
+        own short answer from the passages. A verifier that is no judge replies 404 (AgentHttpStatus)."""
+        if spec.kind is AgentKind.OPENAI_CHAT:
+            return await chat_read(self._chat_post(spec, url, trace_id), spec, question, passages, candidates,
+                                   own_answer)
+        payload = {"question": question, "passages": [chunk_to_json(c) for c in passages],
+                   "candidates": list(candidates), "own_answer": own_answer, "trace_id": trace_id}
         try:
-            return parse_answers_reply(spec.id, await self._post(spec, f"{url}/answers", payload, trace_id))
+            data = await self._post(spec, f"{url}/read", payload, trace_id)
         except AgentHttpStatus as exc:
             if exc.http_status == 404:
-                self._reads_no_answers.add(spec.id)
+                self._not_judges.add(spec.id)
             raise
+        return parse_read_reply(spec.id, data, len(candidates))
 
-    def reads_answers(self, spec: AgentSpec) -> bool:
-        """False once a verifier has said (404) that it does not serve /answers: it is not asked again."""
-        return spec.id not in self._reads_no_answers
+    def is_judge(self, spec: AgentSpec) -> bool:
+        """False once a verifier has said (404) that it does not serve /read: it is not asked again."""
+        return spec.id not in self._not_judges
+
+    def _chat_post(self, spec: AgentSpec, url: str, trace_id: str):
+        """POST a body to an OpenAI-compatible server's path, as this agent's call (limits, TLS, errors)."""
+        async def post(path: str, body: dict) -> Any:
+            return await self._post(spec, url + path, body, trace_id, path=path)
+        return post
 
     async def challenge(self, spec: AgentSpec, url: str, claim: str, context: tuple[Chunk, ...],
                         trace_id: str) -> tuple[str, tuple[str, ...]]:

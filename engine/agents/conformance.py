@@ -24,7 +24,7 @@ from .auth import NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TRACE_HEADER
 from .auth import check_reply as check_signed_reply
 from .auth import request_signature
 from .protocol import check_reply, chunk_to_json, loads
-from .schema import MAX_REQUEST_BYTES, Choice, Integer, ListOf, Number, Object, Text
+from .schema import MAX_REQUEST_BYTES, Boolean, Choice, Integer, ListOf, Number, Object, Text
 
 DEFAULT_TIMEOUT_S = 10.0
 TRACE_ID = "conformance-check"
@@ -46,7 +46,9 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "generate": {"query": QUESTION, "context": [chunk_to_json(c) for c in CONTEXT], "trace_id": TRACE_ID},
     "validate": {"claim": CLAIM, "evidence": [chunk_to_json(CONTEXT[1])], "trace_id": TRACE_ID},
     "challenge": {"claim": CLAIM, "context": [chunk_to_json(c) for c in CONTEXT], "trace_id": TRACE_ID},
-    "answers": {"question": QUESTION, "answer": CLAIM, "trace_id": TRACE_ID},
+    "read": {"question": QUESTION, "passages": [chunk_to_json(c) for c in CONTEXT[:2]],
+             "candidates": [CLAIM, "Phobos is the larger of the two moons of Mars."], "own_answer": True,
+             "trace_id": TRACE_ID},
 }
 
 
@@ -257,17 +259,22 @@ def _challenge_case() -> Case:
     return Case("challenge.own-claim", "a claim from its own answer gets a quote from a chunk it cites", run)
 
 
-def _answers_case() -> Case:
-    """/answers is optional: 404 says the verifier does not read answers; anything else must be a valid reply."""
-    op = schema.operation("answers")
+def _read_case() -> Case:
+    """/read is optional: 404 says the verifier is no judge; anything else must be a valid reply with one score a
+    candidate. Whether the judge reads well is for its canaries (engine.generation.canaries), not for this case."""
+    op = schema.operation("read")
+    asked = VALID_BODIES["read"]["candidates"]
 
     async def run(probe: Probe) -> tuple[str, float | None]:
-        reply = await probe.call(op.method, op.path, _encode(VALID_BODIES["answers"]))
+        reply = await probe.call(op.method, op.path, _encode(VALID_BODIES["read"]))
         if reply.status == 404:
-            return "not served (HTTP 404): it does not read answers", reply.latency_ms
+            return "not served (HTTP 404): it is no judge", reply.latency_ms
         read = _valid(op, reply)
-        return f"reads answers: P = {read.score:.2f} for an answer that answers", reply.latency_ms
-    return Case("answers.optional", "POST /answers answers 404, or a score 0..1 for an answer to its question", run)
+        if len(read.scores) != len(asked):
+            raise CaseFailed(f"{len(read.scores)} scores for {len(asked)} candidates")
+        return (f"reads: P = {read.scores[0]:.2f} for the answer, {read.scores[1]:.2f} for a true sentence that does "
+                f"not answer; its own answer {read.answer[:40]!r}"), reply.latency_ms
+    return Case("read.optional", "POST /read answers 404, or one score 0..1 for each candidate answer", run)
 
 
 def _alive_case() -> Case:
@@ -286,6 +293,8 @@ def _wrong_type(kind: schema.Type) -> Any:
         return "3"
     if isinstance(kind, ListOf):
         return "not a list"
+    if isinstance(kind, Boolean):
+        return "yes"
     return ["not", "an", "object"]
 
 
@@ -417,7 +426,7 @@ def cases_for(role: Role, signed: bool = False) -> list[Case]:
                        {"claim": base["claim"], "evidence": base["evidence"]}, _judged),
             _good_case("validate", "unknown-field", "an unknown field is ignored",
                        {**base, "x_future_field": None}, _judged),
-            _answers_case(),
+            _read_case(),
         ]
         bad = ["validate"]
     for i, name in enumerate(bad):

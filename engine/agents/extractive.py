@@ -81,13 +81,18 @@ def stands_alone(sentence: str) -> bool:
     return not sentence.rstrip().endswith(":") and len(sentence.split()) >= 3
 
 
+def _number(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
 def lead_first(ranked: list[ScoredSentence], context: tuple[Chunk, ...]) -> list[ScoredSentence]:
     """Among the sentences that share the best one's question words, a document's earlier passage first: a
     README says what a package is before how to test it, and "What is fsspec for?" shares one word with both.
     Passages of different documents keep their order (position is within a document)."""
     if not ranked:
         return ranked
-    position = {c.id: c.metadata.get("position", 0) for c in context}
+    # Metadata is the retriever's word: a position that is no number (null, a string) counts as the opening.
+    position = {c.id: _number(c.metadata.get("position")) for c in context}
     document = {c.id: c.metadata.get("doc_id", c.id) for c in context}
     top = ranked[0]
     rivals = [s for s in ranked if s.shared == top.shared and document.get(s.chunk_id) == document.get(top.chunk_id)]

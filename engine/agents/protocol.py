@@ -84,10 +84,12 @@ def parse_judgement(agent_id: str, data: Any) -> tuple[ClaimLabel, float, str]:
     return judgement.label, judgement.score, judgement.reason
 
 
-def parse_answers_reply(agent_id: str, data: Any) -> tuple[float, str]:
-    """`POST /answers` reply: {score: P(the answer answers the question), reason?}."""
-    reply = check_reply(agent_id, schema.ANSWERS_REPLY, data)
-    return reply.score, reply.reason
+def parse_read_reply(agent_id: str, data: Any, candidates: int) -> schema.ReadReply:
+    """`POST /read` reply: {scores: [P(yes) per candidate], answer?, reason?}; one score for each candidate asked."""
+    reply = check_reply(agent_id, schema.READ_REPLY, data)
+    if len(reply.scores) != candidates:
+        raise AgentProtocolError(agent_id, f"{len(reply.scores)} scores for {candidates} candidates")
+    return reply
 
 
 def parse_challenge_reply(agent_id: str, data: Any) -> tuple[str, tuple[str, ...]]:
@@ -119,10 +121,9 @@ def parse_claim_request(data: Any, evidence_key: str) -> tuple[str, tuple[Chunk,
     return request.claim, request.chunks, request.trace_id
 
 
-def parse_answers_request(data: Any) -> tuple[str, str, str]:
-    """`/answers {question, answer, trace_id}`."""
-    request = check_request(schema.ANSWERS_REQUEST, data)
-    return request.question, request.answer, request.trace_id
+def parse_read_request(data: Any) -> schema.ReadRequest:
+    """`/read {question, passages, candidates, own_answer?, trace_id}`."""
+    return check_request(schema.READ_REQUEST, data)
 
 
 # --- the wire ------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""A verifier agent behind `POST /validate`, seen by the engine as one more Verifier, and (if it reads answers)
-behind `POST /answers`, as one more reader of whether an answer answers."""
+"""A verifier agent behind `POST /validate`, seen by the engine as one more Verifier, and (if it is a judge)
+behind `POST /read`, as one more reader of whether an answer is its passages' answer."""
 from __future__ import annotations
 
 import asyncio
@@ -9,6 +9,7 @@ from ..errors import AgentError
 from ..types import AgentSpec, Chunk
 from ..verify.verifier import Judgement
 from .client import AgentClient
+from .schema import ReadReply
 
 
 class RemoteVerifier:
@@ -26,17 +27,20 @@ class RemoteVerifier:
         return Judgement(label, score, reason or label.value, self.name)
 
 
-class RemoteAnswerReader:
-    """A judge agent's `POST /answers`, under its timeout_s; a failure raises AgentError (no reading)."""
+class RemoteJudge:
+    """A judge agent's `POST /read` (or an OpenAI-compatible server's completions), under its timeout_s or the
+    rest of a question's deadline, whichever is shorter; a failure raises AgentError (no reading)."""
 
     def __init__(self, client: AgentClient, spec: AgentSpec, url: str, timeout_s: float | None = None) -> None:
         self.client, self.spec, self.url = client, spec, url
         self.name = spec.id
-        self.timeout_s = spec.timeout_s if timeout_s is None else min(timeout_s, spec.timeout_s)   # a deadline's rest
+        self.timeout_s = spec.timeout_s if timeout_s is None else min(timeout_s, spec.timeout_s)
 
-    async def read(self, question: str, answer: str, trace_id: str = "") -> tuple[float, str]:
+    async def read(self, question: str, passages: Sequence[Chunk], candidates: Sequence[str], trace_id: str = "",
+                   *, own_answer: bool = False) -> ReadReply:
         try:
-            return await asyncio.wait_for(
-                self.client.answers(self.spec, self.url, question, answer, trace_id), self.timeout_s)
+            return await asyncio.wait_for(self.client.read(self.spec, self.url, question, tuple(passages),
+                                                           tuple(candidates), trace_id, own_answer=own_answer),
+                                          self.timeout_s)
         except asyncio.TimeoutError:
             raise AgentError(self.spec.id, "no reply in time") from None

@@ -118,9 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         elif spec.role is Role.GENERATOR:
             backend = ExtractiveGenerator()
         elif spec.backend == JUDGE_BACKEND:
-            from ..verify.judge import JudgeVerifier, QwenYesNo
+            from ..verify.judge import JudgeVerifier
             from ..verify.judge_model import judge_model_path
-            backend = JudgeVerifier(QwenYesNo(judge_model_path(args.cache_dir)), name=spec.id)
+            from ..verify.judge_runtime import LocalJudgeModel
+            backend = JudgeVerifier(LocalJudgeModel(judge_model_path(args.cache_dir)), name=spec.id)
         else:
             backend = build_verifier(args.cache_dir, [c.text for c in corpus.chunks])
         sock = bind_socket(spec.security.host, spec.port, fleet.allow_non_loopback)

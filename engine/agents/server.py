@@ -12,12 +12,13 @@ from starlette.routing import Route
 from ..text import content_words
 from ..types import AgentSpec, ClaimLabel, FaultKind, Role
 from ..verify.judge import JudgeVerifier
+from ..verify.judge_runtime import JudgeModelFailed
 from ..verify.sentences import rank_sentences
 from .extractive import ExtractiveGenerator
 from .llm_local import LocalLlmGenerator, ModelReplyNotJson
 from .faults import FaultInjector, flap_cycle, with_reply_faults, with_wire_faults
-from .protocol import (BadRequest, chunk_to_json, generation_to_json, loads, parse_answers_request, parse_claim_request,
-                       parse_generate_request, parse_retrieve_request)
+from .protocol import (BadRequest, chunk_to_json, generation_to_json, loads, parse_claim_request, parse_generate_request,
+                       parse_read_request, parse_retrieve_request)
 from .schema import MAX_REQUEST_BYTES
 
 
@@ -55,7 +56,7 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
     """backend: a Retriever for retrievers, an ExtractiveGenerator for generators. key: the agent's key
     (engine.agents.auth): requests must then be signed by the engine, and every reply is signed."""
     faults = FaultInjector(spec.fault, cycle=flap_cycle())
-    model_turn = asyncio.Lock()      # llm-local: the model answers one request at a time
+    model_turn = asyncio.Lock()      # llm-local and llm-judge: the model answers one request at a time
 
     async def health(request: Request) -> dict:
         return {"status": "ok", "id": spec.id, "role": spec.role.value, "backend": spec.backend,
@@ -101,7 +102,7 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
         claim, evidence, _trace = parse_claim_request(await _json_body(request), "evidence")
         lie = await faults.before_reply()
         if isinstance(backend, JudgeVerifier):     # seconds of model time: off the loop, so /health still answers
-            judgement = await asyncio.to_thread(backend.judge_sync, claim, evidence)
+            judgement = await _model_turn(request, backend.judge_sync, claim, evidence)
         else:
             judgement = backend.judge_sync(claim, evidence)
         label = judgement.label
@@ -109,13 +110,26 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
             label = ClaimLabel.REFUTED if label is ClaimLabel.SUPPORTED else ClaimLabel.SUPPORTED
         return {"verdict": label.value, "score": judgement.score, "reason": judgement.reason}
 
-    async def answers(request: Request) -> dict:
-        question, answer, _trace = parse_answers_request(await _json_body(request))
+    async def read(request: Request) -> dict:
+        asked = parse_read_request(await _json_body(request))
         lie = await faults.before_reply()
-        p, reason = await asyncio.to_thread(backend.answers_sync, question, answer)
-        if lie:   # a Byzantine judge calls an answer that answers off topic, and the other way round
-            p, reason = round(1.0 - p, 4), "the judge's reading, reversed"
-        return {"score": p, "reason": reason}
+        scores, answer = await _model_turn(request, backend.read_sync, asked.question, asked.passages,
+                                           asked.candidates, asked.own_answer)
+        reason = "the judge's reading"
+        if lie:   # a Byzantine judge reads the passages' answer as not it, and the other way round
+            scores, reason = tuple(round(1.0 - p, 4) for p in scores), "the judge's reading, reversed"
+        return {"scores": list(scores), "answer": answer, "reason": reason}
+
+    async def _model_turn(request: Request, work, *args):
+        """Model time, off the loop (so /health still answers), one request at a time; a request whose caller
+        went away while it waited is dropped, and a model that gave no reading is the agent's failure (502)."""
+        async with model_turn:
+            if await request.is_disconnected():
+                raise ModelFailed("the caller went away while the request waited for the model")
+            try:
+                return await asyncio.to_thread(work, *args)
+            except JudgeModelFailed as exc:
+                raise ModelFailed(str(exc)) from None
 
     routes = [Route("/health", _guarded(health), methods=["GET"])]
     if spec.role is Role.RETRIEVER:
@@ -126,7 +140,7 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
     else:
         routes.append(Route("/validate", _guarded(validate), methods=["POST"]))
         if isinstance(backend, JudgeVerifier):     # the only built-in verifier that reads answers; others 404
-            routes.append(Route("/answers", _guarded(answers), methods=["POST"]))
+            routes.append(Route("/read", _guarded(read), methods=["POST"]))
     # A bad reply is the agent's own, so it is signed; the wire and the process fail outside the signature.
     app = with_reply_faults(Starlette(routes=routes), faults)
     if key is not None:

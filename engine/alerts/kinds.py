@@ -1,8 +1,8 @@
 """Every alert kind in one table: its label for people, its severity and what it means.
 
 Severity says how soon an operator should look, not how sure the engine is:
-- CRITICAL: an agent is off work (auto_quarantine, agent_down) or one carried an attack the gateway
-  stopped (injection_blocked). The fleet is weaker or under attack now, even though nothing got through.
+- CRITICAL: an agent is off work (auto_quarantine, agent_down, judge_misreads: a judge failing its canaries) or
+  one carried an attack the gateway stopped (injection_blocked). The fleet is weaker or under attack now, even though nothing got through.
 - WARNING: the engine coped but something deserves a look: the cascade monitor fired and mitigated
   (cascade_triggered), the engine abstained because its agents disagreed (consensus_failed), a question
   went ahead with fewer agents than its tier's quorum (quorum_lost: the answer or abstention rests on too
@@ -33,6 +33,7 @@ class AlertKind(str, enum.Enum):
     CASCADE_TRIGGERED = "cascade_triggered"    # the cascade monitor fired on a stage of a question
     CONSENSUS_FAILED = "consensus_failed"      # no answer because the generators or retrievers did not agree
     QUORUM_LOST = "quorum_lost"                # too few retrievers or generators answered (engine.participation)
+    JUDGE_MISREADS = "judge_misreads"          # a judge misread its canaries or could not answer them
 
 
 class Severity(str, enum.Enum):
@@ -65,6 +66,10 @@ KINDS: Mapping[AlertKind, KindInfo] = MappingProxyType({
     AlertKind.INJECTION_BLOCKED: KindInfo(
         "injection blocked", Severity.CRITICAL,
         "The gateway blocked messages this agent carried because they held instructions; they reached no one."),
+    AlertKind.JUDGE_MISREADS: KindInfo(
+        "judge misreads", Severity.CRITICAL,
+        "A judge misread the known pairs it is checked with, or could not answer them: it is not asked until it "
+        "reads them right, and answers it should have read are marked \"meaning not read\"."),
     AlertKind.CASCADE_TRIGGERED: KindInfo(
         "cascade", Severity.WARNING,
         "The cascade monitor caught a stage passing on a fault and mitigated it (or held the answer for review)."),

@@ -1,9 +1,11 @@
-"""`main.py judge check [--premise P --hypothesis H]`: is the LLM judge ready? (`make judge` runs it last.)
+"""`main.py judge check [--question Q --passage P --candidate A ...]`: is the LLM judge ready?
 
-Joins and checks the model (engine/verify/judge_model.py), loads it, and asks it one pair, or by default a
-supported pair and the same premise with the roles of its names exchanged, and whether an answer answers its
-question (one that does, one true sentence that does not), printing P(yes) and how long each took. Exit codes: 0 ready (the default pairs read right), 1 the judge misread a default pair, 2 llama-cpp-python
-or a part package is missing, or the parts do not join to the pinned file (the message says which and how).
+Joins and checks the model (engine/verify/judge_model.py), loads it in-process (xllamacpp), and asks it its
+canaries (engine/generation/canaries.py): each known question's answer against a true sentence that does not
+answer, and a claim against the same claim with two names exchanged; or, with --question, reads the given
+candidates against the given passage. Prints each P(yes) and how long each reading took. Exit codes: 0 ready
+(the canaries read right), 1 the judge misread a canary, 2 xllamacpp or a part package is missing, or the parts
+do not join to the pinned file (the message says which and how).
 """
 from __future__ import annotations
 
@@ -15,63 +17,75 @@ from engine.untrusted import quoted
 
 from .exit_codes import ExitCode
 
-CHECK_PREMISE = "Asaph Hall discovered the two moons of Mars, Phobos and Deimos, in 1877."
-CHECK_PAIRS = ((CHECK_PREMISE, "Asaph Hall discovered Phobos and Deimos in 1877.", True),
-               (CHECK_PREMISE, "Phobos and Deimos discovered Asaph Hall in 1877.", False))
-CHECK_QUESTION = "Who discovered the moons of Mars?"
-CHECK_ANSWERS = ((CHECK_QUESTION, "Asaph Hall discovered them in 1877.", True),
-                 (CHECK_QUESTION, "Mars is the fourth planet from the Sun.", False))
-
 
 def add_parser(sub) -> None:
-    judge = sub.add_parser("judge", help="the LLM judge (a verifier agent, backend llm-judge): check that `make judge` "
-                                         "installed it")
+    judge = sub.add_parser("judge", help="the LLM judge (a verifier agent, backend llm-judge): check that it is "
+                                         "installed and reads its canaries right")
     actions = judge.add_subparsers(dest="judge_action", required=True, metavar="{check}")
-    check = actions.add_parser("check", help="join and check the model, load it, and ask it one pair")
-    check.add_argument("--premise", help="the evidence (default: a built-in pair and its role swap)")
-    check.add_argument("--hypothesis", help="the claim to read against --premise")
+    check = actions.add_parser("check", help="join and check the model, load it, and ask it its canaries")
+    check.add_argument("--question", help="read --candidate answers to this question against --passage")
+    check.add_argument("--passage", action="append", default=[], help="a passage (repeat for several)")
+    check.add_argument("--candidate", action="append", default=[], help="a candidate answer (repeat for several)")
     check.add_argument("--cache-dir", type=Path, help="where the joined model is kept (default: Quorum's cache)")
 
 
 def run(args) -> int:
+    from engine.config import EngineSettings
     from engine.engine import default_cache_dir
-    from engine.verify.judge import ANSWERS_AT, SUPPORTED_AT, QwenYesNo
+    from engine.generation.canaries import CANARIES, CLAIM_CANARIES, check_readings
+    from engine.types import Chunk, ClaimLabel
+    from engine.verify.judge import JudgeVerifier
     from engine.verify.judge_model import JudgeModelCorrupt, JudgeModelMissing, judge_model_path
-    if (args.premise is None) != (args.hypothesis is None):
-        print("error: give --premise and --hypothesis together", file=sys.stderr)
+    from engine.verify.judge_runtime import JudgeModelFailed, LocalJudgeModel
+    if args.question is not None and not (args.passage and args.candidate):
+        print("error: --question needs at least one --passage and one --candidate", file=sys.stderr)
         return ExitCode.BAD_INPUT
     try:
         started = time.perf_counter()
         path = judge_model_path(args.cache_dir or default_cache_dir())
         checked_s = time.perf_counter() - started
         started = time.perf_counter()
-        model = QwenYesNo(path)
+        judge = JudgeVerifier(LocalJudgeModel(path), name="judge check")
     except (JudgeModelMissing, JudgeModelCorrupt) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    except ValueError as exc:          # llama.cpp could not load the file
+    except (ValueError, RuntimeError) as exc:          # llama.cpp could not load the file
         print(f"error: {path}: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     print(f"model {quoted(path.name)} ({path.stat().st_size / 2**20:.0f} MiB), sha256 checked in {checked_s:.1f} s, "
           f"loaded in {time.perf_counter() - started:.1f} s")
-    pairs = ((args.premise, args.hypothesis, None),) if args.premise is not None else CHECK_PAIRS
-    misread = 0
-    for premise, hypothesis, expected in pairs:
-        started = time.perf_counter()
-        p = model.p_yes(premise, hypothesis)
-        supported = p >= SUPPORTED_AT
-        print(f"P(yes) = {p:.3f} ({'supported' if supported else 'not supported'}) in "
-              f"{time.perf_counter() - started:.1f} s: premise {quoted(premise)}, hypothesis {quoted(hypothesis)}")
-        misread += expected is not None and supported is not expected
-    for question, answer, expected in (CHECK_ANSWERS if args.premise is None else ()):
-        started = time.perf_counter()
-        p = model.p_answers(question, answer)
-        answers = p >= ANSWERS_AT
-        print(f"P(answers) = {p:.3f} ({'answers' if answers else 'does not answer'}) in "
-              f"{time.perf_counter() - started:.1f} s: question {quoted(question)}, answer {quoted(answer)}")
-        misread += answers is not expected
-    if misread:
-        print(f"error: the judge misread {misread} of the built-in pairs and answers", file=sys.stderr)
+    try:
+        if args.question is not None:
+            passages = tuple(Chunk(f"passage#{n}", text) for n, text in enumerate(args.passage, start=1))
+            started = time.perf_counter()
+            scores, own = judge.read_sync(args.question, passages, args.candidate, own_answer=True)
+            for candidate, p in zip(args.candidate, scores):
+                print(f"P(yes) = {p:.3f}: {quoted(candidate)}")
+            print(f"its own answer: {quoted(own)} ({time.perf_counter() - started:.1f} s in all)")
+            return ExitCode.OK
+        settings = EngineSettings().judge
+        misread = 0
+        for canary in CANARIES:
+            started = time.perf_counter()
+            scores, own = judge.read_sync(canary.question, canary.passages, (canary.answer, canary.off_topic),
+                                          own_answer=True)
+            wrong = check_readings(canary, scores, settings)
+            print(f"{quoted(canary.question)}: the answer P = {scores[0]:.3f}, a sentence that does not answer "
+                  f"P = {scores[1]:.3f}, its own answer {quoted(own)} ({time.perf_counter() - started:.1f} s)"
+                  + (f": MISREAD, {wrong}" if wrong else ""))
+            misread += bool(wrong)
+        for item in CLAIM_CANARIES:
+            started = time.perf_counter()
+            judgement = judge.judge_sync(item.claim, item.evidence)
+            right = (judgement.label is ClaimLabel.SUPPORTED) is item.supported
+            print(f"{quoted(item.claim)}: {judgement.label.value} ({judgement.reason}, "
+                  f"{time.perf_counter() - started:.1f} s)" + ("" if right else ": MISREAD"))
+            misread += not right
+    except JudgeModelFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return ExitCode.FAILURE
-    print("ready: enable the ver-judge agent in config/fleet.toml (enabled = true)")
+    if misread:
+        print(f"error: the judge misread {misread} of its canaries", file=sys.stderr)
+        return ExitCode.FAILURE
+    print("ready: the judge (ver-judge in config/fleet.toml) reads its canaries right")
     return ExitCode.OK

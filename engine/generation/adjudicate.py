@@ -15,17 +15,18 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..config import GenerationSettings
+from ..settings.judge import JudgeSettings
 from ..settings.meaning import MeaningSettings
 from ..text import coverage
 from ..types import (Candidate, CheckReason, Chunk, Claim, ClaimCheck, ClaimLabel, ClaimOrigin, ContextChunk, Generation,
-                     Verdict)
+                     JudgeNote, Verdict)
 from ..verify.dated import dated_conflict
 from ..verify.verifier import Judgement, Verifier
 from .claims import claims_to_check
 from .consistency import contradicts, mutual_agreement
 from .meaning_check import MeaningReader, read_meaning
 from .positions import competing_positions
-from .relevance import AnswerReader, judged_relevance
+from .reading import Reading
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Decision:
     chosen: Candidate | None
     candidates: tuple[Candidate, ...]
     reason: str
+    judge: JudgeNote = JudgeNote()       # what the judges did (engine.generation.judging)
 
 
 async def check_claim(claim: Claim, evidence: Mapping[str, Chunk], verifier: Verifier,
@@ -79,26 +81,24 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
                      reputations: Mapping[str, float] | None = None, trace_id: str = "",
                      free_text: frozenset[str] = frozenset(), meaning: MeaningReader | None = None,
                      meaning_settings: MeaningSettings = MeaningSettings(),
-                     judges: Sequence[AnswerReader] = ()) -> Decision:
+                     reading: Reading | None = None, judge_settings: JudgeSettings = JudgeSettings()) -> Decision:
     """free_text: generators (LLMs) whose answer may be given only with settings.free_text_min_support of its
     claims supported (all, by default): it is still a position, shown, but never the answer with a claim short.
     meaning: the meaning verifier; with it, a claim counts as supported only where its evidence entails it, an
     answer is given only if it answers the question, and answers agree only among those that pass both.
-    judges: judge agents that read whether each answer answers; where they read every answer, their reading
-    replaces the cross-encoder's (at meaning_settings.judge_answers_at), with [meaning] on or off."""
+    reading: the judges' reading of the answers against their passages (engine.generation.judging); where given,
+    it decides which answers are the passages' answer (Reading.is_answer), with [meaning] on or off."""
     evidence = {c.chunk.id: c.chunk for c in context}
     answered = {agent: gen for agent, gen in generations.items() if gen.answer.strip()}
     if not answered:
         return Decision(Verdict.NO_ANSWER, None, (), "no generator produced an answer")
     reputations = reputations or {}
     # Every generator's claims at once: the verifiers' round trips overlap instead of queueing per generator.
-    once = JudgedOnce(verifier)
-    # The judges read the answers while the claims are checked: both wait on the same slow verifiers.
-    checked, judged = await asyncio.gather(
-        asyncio.gather(*(asyncio.gather(*(check_claim(claim, evidence, once, origin, trace_id)
-                                          for claim, origin in claims_to_check(gen, whole_answer=agent in free_text)))
-                         for agent, gen in answered.items())),
-        judged_relevance(question, {a: g.answer for a, g in answered.items()}, judges, trace_id))
+    once = verifier if isinstance(verifier, JudgedOnce) else JudgedOnce(verifier)
+    checked = await asyncio.gather(*(asyncio.gather(*(check_claim(claim, evidence, once, origin, trace_id)
+                                                      for claim, origin in claims_to_check(
+                                                          gen, whole_answer=agent in free_text)))
+                                     for agent, gen in answered.items()))
     checks: dict[str, tuple[ClaimCheck, ...]] = {agent: tuple(c) for agent, c in zip(answered, checked)}
     relevance: dict[str, float] = {}
     answers_at = 0.0
@@ -107,15 +107,19 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
                                   {cid: chunk.text for cid, chunk in evidence.items()}, meaning, meaning_settings)
         checks, relevance, answers_at = dict(read.checks), dict(read.relevance), read.answers_threshold
     relevance_by = "the meaning verifier" if relevance else ""
-    if judged is not None:
-        relevance, answers_at, relevance_by = dict(judged.scores), meaning_settings.judge_answers_at, judged.describe()
+    judged_off = set()
+    if reading is not None:
+        relevance, answers_at, relevance_by = dict(reading.scores), judge_settings.answers_at, reading.describe()
+        judged_off = {agent for agent in answered if agent in relevance and not reading.is_answer(agent, judge_settings)}
     stated = {agent: [c.claim.text for c in checks[agent]] for agent in answered}
     support = {agent: sum(c.supported for c in checks[agent]) / len(checks[agent]) if checks[agent] else 0.0
                for agent in answered}
     best_relevance = max(relevance.values(), default=0.0)
-    # Below the threshold, or far below the answer that answers best (a colluders' pair beside one honest answer).
-    off_topic = {agent for agent in answered if agent in relevance and (
-        relevance[agent] < answers_at or relevance[agent] < meaning_settings.relative * best_relevance)}
+    # Below the threshold, or far below the answer that answers best (a colluders' pair beside one honest answer);
+    # with the judges' reading, what they read as not the passages' answer.
+    off_topic = judged_off if reading is not None else {
+        agent for agent in answered if agent in relevance and (
+            relevance[agent] < answers_at or relevance[agent] < meaning_settings.relative * best_relevance)}
     # Agreement counts only among answers that answer and are supported: two colluders who agree with each
     # other on a sentence that does not answer cannot outvote the one answer that does.
     passing = [a for a in answered if a not in off_topic and support[a] >= settings.min_support]
@@ -139,6 +143,11 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
              if c.agent_id in free_text and c.support_rate < settings.free_text_min_support}
     if off_topic and all(c.agent_id in off_topic for c in candidates):
         best = max(candidates, key=lambda c: c.relevance or 0.0)
+        if reading is not None:
+            own = f"; the judges' own answer from them: \"{reading.own_answer}\"" if reading.own_answer else ""
+            return Decision(Verdict.ABSTAINED, None, tuple(candidates),
+                            f"no answer is the passages' answer to the question (the closest: P = "
+                            f"{best.relevance or 0.0:.2f}, needs {answers_at:.2f}, {relevance_by}){own}")
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no answer answers the question (the closest: P = {best.relevance or 0.0:.2f}, "
                         f"needs {answers_at:.2f}, {relevance_by})")
@@ -181,7 +190,9 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
             return Decision(Verdict.ABSTAINED, None, tuple(candidates), competing.describe())
     reason = (f"supported by {best.support_rate:.0%} of its claims; "
               f"{len(best.agreeing) + 1} of {len(candidates)} generators agree")
-    if best.relevance is not None:
+    if best.relevance is not None and reading is not None:
+        reason += f"; the passages' answer (P = {best.relevance:.2f}, {relevance_by})"
+    elif best.relevance is not None:
         reason += f"; answers the question (P = {best.relevance:.2f}, {relevance_by})"
     if off_topic:
         reason += f"; {len(off_topic)} that do not answer set aside"

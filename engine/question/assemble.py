@@ -10,7 +10,7 @@ from ..gateway.report import TraceKind
 from ..participation import participation as participation_of, shortfall
 from ..retrieval.secure import RetrievalResult
 from ..stages.runner import RunOutcome
-from ..types import Citation, ContextChunk, RetrievalMode, Verdict
+from ..types import Citation, ContextChunk, JudgeNote, RetrievalMode, Verdict
 from .asked import Asked
 from .payloads import RetrievalPayload, SynthesisPayload
 from .synthesize import union
@@ -103,7 +103,8 @@ def answer_from(run: RunOutcome, asked: Asked, *, tier_reason: str, asked_at: fl
                   reason=reason, citations=citations, agents=outcomes, context=report.context,
                   candidates=candidates, timings_ms=timings, asked_at=asked_at, excluded=report.excluded,
                   suspects=report.suspects, tier_reason=tier_reason, stages=run.trajectory.stages,
-                  cascade=cascade, gateway=gateway, participation=participation)
+                  cascade=cascade, gateway=gateway, participation=participation,
+                  judge=decision.judge if decision is not None and run.halted is None else JudgeNote())
 
 
 def _citations(decision, context: tuple[ContextChunk, ...]) -> tuple[Citation, ...]:

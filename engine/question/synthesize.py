@@ -4,11 +4,13 @@ the challenge of doubtful claims. Its stage result carries a SynthesisPayload an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Callable
 
 from ..agents.client import CallResult
-from ..agents.remote import RemoteAnswerReader, RemoteVerifier
+from ..agents.extractive import ExtractiveGenerator
+from ..agents.remote import RemoteJudge, RemoteVerifier
 from ..config import EngineSettings
 from ..errors import AgentError
 from ..events import Emit, GeneratorChallenged, ToolCalled
@@ -16,9 +18,9 @@ from ..gateway.envelope import lowest
 from ..gateway.permissions import MEMORY_WRITE, MemoryOp
 from ..gateway.report import TraceKind
 from ..gateway.session import GatewaySession
-from ..generation.adjudicate import Decision, adjudicate
+from ..generation.adjudicate import Decision
 from ..generation.challenge import NoReply, challenge
-from ..generation.disputes import adjudicate_disputes
+from ..generation.judging import Judges, adjudicate_judged
 from ..generation.meaning_check import MeaningReader
 from ..registry import AgentView
 from ..stages import steps
@@ -32,7 +34,6 @@ from .calls import AgentCalls
 from .payloads import RetrievalPayload, SynthesisPayload
 
 FINDING_ID = "engine/tool"
-MIN_JUDGE_S = 1.0      # less of the deadline left than this: a dispute is decided without the judge
 
 
 class SynthesizeStage:
@@ -53,6 +54,7 @@ class SynthesizeStage:
         self.meaning = meaning
         self.local_verifier = EvidenceVerifier(embedder, coverage=settings.generation.claim_coverage,
                                                alignment=settings.generation.alignment)
+        self._reader = ExtractiveGenerator()     # the engine's own reader: the judges compare each answer with its
 
     def for_question(self, asked: Asked) -> Step:
         async def step(trajectory: Trajectory, exclusions: Exclusions) -> StageResult:
@@ -89,13 +91,10 @@ class SynthesizeStage:
         options = dict(embedder=self.embedder, reputations=self.calls.reputations(), trace_id=trace_id,
                        free_text=frozenset(v.spec.id for v in generators if v.spec.free_text),
                        meaning=self.meaning, meaning_settings=self.settings.meaning)
-        verifier = self._verifier(asked.tier)
-        if (on_disputes := self._dispute_judges(asked)):
-            decision = await adjudicate_disputes(question, replies, context_chunks, self.settings.generation,
-                                                 verifier, on_disputes, **options)
-        else:
-            decision = await adjudicate(question, replies, context_chunks, self.settings.generation, verifier,
-                                        judges=self._judges(asked.tier), **options)
+        judges = dataclasses.replace(self._judges(asked), reference=self._reader.generate(question, context).answer)
+        decision = await adjudicate_judged(question, replies, context_chunks, self.settings.generation,
+                                           self._verifier(asked.tier), asked.tier, self.settings.judge, judges,
+                                           **options)
         decision = await self._challenge(decision, context, trace_id)
         timings = timings.plus("adjudicate", elapsed_ms(started))
         payload = SynthesisPayload(decision, outcomes, reached_generators=True, finding=found)
@@ -110,30 +109,31 @@ class SynthesizeStage:
                            agents=(chosen.agent_id,), note=decision.verdict.value, payload=payload, timings=timings)
 
     def _verifier(self, tier: RiskTier) -> Verifier:
-        """The engine's own evidence check, joined by every verifier agent that is up and trusted: they vote."""
+        """The engine's own evidence check, joined by every verifier agent that is up and trusted and is no judge:
+        they vote on every claim. Judges read only what the cheap checks cannot place (engine.generation.judging)."""
         client, registry = self.calls.client, self.calls.registry
-        remote = [RemoteVerifier(client, v.spec, v.url) for v in registry.eligible(Role.VERIFIER, tier)]
+        remote = [RemoteVerifier(client, v.spec, v.url) for v in registry.eligible(Role.VERIFIER, tier)
+                  if not v.spec.judge]
         return VotingVerifier([self.local_verifier, *remote]) if remote else self.local_verifier
 
-    def _judges(self, tier: RiskTier) -> list[RemoteAnswerReader]:
-        """The verifier agents up and trusted on this tier that read answers (until one says it does not)."""
+    def _judges(self, asked: Asked) -> Judges:
+        """The judges up, trusted on this tier and passing their canaries, each held to what is left of the
+        question's deadline; none when too little is left, with the reason for the answer's mark."""
         client, registry = self.calls.client, self.calls.registry
-        return [RemoteAnswerReader(client, v.spec, v.url) for v in registry.eligible(Role.VERIFIER, tier)
-                if client.reads_answers(v.spec)]
-
-    def _dispute_judges(self, asked: Asked) -> list[RemoteAnswerReader]:
-        """On the medium tier ([meaning] judge_disputes): the judges trusted on the high tier but not on this one,
-        asked only where the cheap checks disagree, and only for what is left of the question's deadline."""
-        if asked.tier is not RiskTier.MEDIUM or not self.settings.meaning.judge_disputes:
-            return []
-        client, registry = self.calls.client, self.calls.registry
-        here = {v.spec.id for v in registry.eligible(Role.VERIFIER, asked.tier)}
+        views = [v for v in registry.eligible(Role.VERIFIER, asked.tier) if v.reads_meaning and client.is_judge(v.spec)]
+        if not views:
+            configured = [v for v in registry.all() if v.spec.judge]
+            why = (f"no judge is up, trusted on this tier and reading its canaries right "
+                   f"({', '.join(f'{v.spec.id}: {v.status.value}' for v in configured)})" if configured else
+                   "no judge is in the fleet (config/fleet.toml: a verifier with backend llm-judge or kind openai-chat)")
+            return Judges(unavailable=why)
         left = asked.deadline.remaining() if asked.deadline is not None else None
-        if left is not None and left < MIN_JUDGE_S:
-            return []
-        return [RemoteAnswerReader(client, v.spec, v.url, timeout_s=left)
-                for v in registry.eligible(Role.VERIFIER, RiskTier.HIGH)
-                if v.spec.id not in here and client.reads_answers(v.spec)]
+        if left is not None and left < self.settings.judge.min_left_s:
+            return Judges(unavailable=f"only {left:.1f} s of the question's deadline was left")
+        weights = self.calls.reputations() or {}
+        return Judges(answers=[RemoteJudge(client, v.spec, v.url, timeout_s=left) for v in views],
+                      claims=[RemoteVerifier(client, v.spec, v.url) for v in views],
+                      weights={v.spec.id: weights.get(v.spec.id, 1.0) for v in views})
 
     async def _challenge(self, decision: Decision, context: tuple, trace_id: str) -> Decision:
         """Asks each generator with a doubtful claim to show the evidence for it (generation/challenge.py)."""

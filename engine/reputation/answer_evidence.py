@@ -27,9 +27,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ..types import CallStatus, ChallengeOutcome, CheckReason, ClaimLabel, RiskTier, Role, SuspectReason, Verdict
+from ..types import (CallStatus, ChallengeOutcome, CheckReason, ClaimLabel, MeaningStatus, RiskTier, Role, SuspectReason,
+                     Verdict)
 from ..answer import Answer
-from ..generation.relevance import readers_of
+from ..generation.reading import readers_of
 from ..stages.model import StageKind
 from .evidence import EvidenceReason, Observation, is_good
 
@@ -136,10 +137,13 @@ def _retrieval(answer: Answer, ledger: _Ledger) -> None:
 def _generation(answer: Answer, ledger: _Ledger) -> None:
     chosen = next((c for c in answer.candidates if answer.verdict is Verdict.ANSWERED
                    and c.generation.answer == answer.answer), None)
-    # "Does not answer" is the model's reading, and it is wrong on hard questions too: it counts only where an
-    # answer beside it answered with every claim supported, so an honest fleet is not punished for a question
-    # the verifier read badly for all of them.
+    # "Not the answer" is a model's reading, and it is wrong on hard questions too: it counts only where it is
+    # confirmed, by an answer beside it that answered with every claim supported, by a second judge, or by the
+    # judges reading the engine's own reader's answer from the same passages as their answer. So an honest
+    # fleet is not punished for a question read badly for all of them, and one judge's misreading alone is not.
     one_answered = any(not c.off_topic and c.checks and all(k.supported for k in c.checks) for c in answer.candidates)
+    note = answer.judge
+    judges_confirm = note.status is MeaningStatus.READ and (len(note.readers) >= 2 or note.reference_answers)
     for candidate in answer.candidates:
         agent = candidate.agent_id
         for check in candidate.checks:
@@ -151,7 +155,7 @@ def _generation(answer: Answer, ledger: _Ledger) -> None:
                 ledger.add(agent, Role.GENERATOR, EvidenceReason.CITED_UNKNOWN, engine_checked=True)
             elif check.reason_kind is CheckReason.NOT_ENTAILED:
                 ledger.add(agent, Role.GENERATOR, EvidenceReason.CLAIM_NOT_ENTAILED, engine_checked=True)
-        if candidate.off_topic and one_answered:
+        if candidate.off_topic and (one_answered or (judges_confirm and readers_of(candidate.relevance_by))):
             ledger.add(agent, Role.GENERATOR, EvidenceReason.ANSWER_OFF_TOPIC, engine_checked=True)
         if candidate.challenge_outcome in (ChallengeOutcome.QUOTE_NOT_CITED, ChallengeOutcome.QUOTE_DOES_NOT_BACK):
             ledger.add(agent, Role.GENERATOR, EvidenceReason.CHALLENGE_FAILED, engine_checked=True)

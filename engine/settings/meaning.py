@@ -13,5 +13,3 @@ class MeaningSettings:
     relative: float = 0.0              # also set aside an answer whose P(answers) is below this share of the best's
     lift: float = 0.0                  # P(entailed) at which a claim the words could not place is supported; 0: never
     competing_positions: bool = False  # abstain, naming both, when another passage answers with another value
-    judge_answers_at: float = 0.7      # P(answers) a judge agent's reading (POST /answers) needs to be given
-    judge_disputes: bool = True        # medium tier: ask the high tier's judges where the cheap checks disagree

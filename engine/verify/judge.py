@@ -1,112 +1,71 @@
-"""The LLM judge: Qwen2.5-Coder-1.5B asked whether a claim's aligned evidence supports it, P(yes) read from the
-Yes and No logits of its first answer token. It runs as a verifier agent (backend `llm-judge`, off in
-config/fleet.toml): at 2-3 s a pair on two cores it is for the high tier and for disputes, never the fast path.
+"""The LLM judge: a verifier agent (backend `llm-judge`) that reads meaning where words cannot.
 
-The claim and the evidence are untrusted: they are tokenized as plain text (a "<|im_end|>" inside them is
-letters, not the end of the turn), and only the two logits are read, so nothing they say can make the judge
-write anything else.
+It is asked two things, each with one prompt of engine.verify.judge_prompt:
+- `read`: is each candidate the answer these passages give to the question (P(yes) of its first token), and,
+  when asked, its own short answer from the passages;
+- `judge_sync` (`POST /validate`): is a claim entailed by its aligned evidence (the closest sentence of each
+  cited passage, as the evidence check reads it)?
+
+Every text in a prompt is untrusted and goes in as plain data (judge_prompt.plain), and only the Yes/No
+log-probabilities of one token, or a few words of its own answer, are read back.
 """
 from __future__ import annotations
 
-import math
-import os
-import threading
-from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Sequence
 
 from ..text import aligned_evidence
 from ..types import Chunk, ClaimLabel
-from .judge_model import INSTALL_HINT, JudgeModelMissing
+from . import judge_prompt
+from .judge_runtime import JudgeModel, JudgeModelFailed
 from .verifier import Judgement, nothing_to_check
 
-SYSTEM = "You are a careful fact checker. You answer only Yes or No."
-QUESTION = "Is the hypothesis fully supported by the premise alone? Answer Yes or No."
-ANSWERS_QUESTION = "Does the answer say what the question asks for? Answer Yes or No."
-CONTEXT_TOKENS = 2048
-MAX_TEXT_TOKENS = 700         # each of premise and hypothesis is cut to this many tokens, so both fit
 SUPPORTED_AT = 0.5            # P(yes) at or above which the judge votes supported, else refuted
-ANSWERS_AT = 0.7              # P(yes) at which the judge reads an answer as answering (dev-chosen: docs/evaluation.md)
+OWN_ANSWER_TOKENS = 24        # the judge's own answer: a few words
 
 
-class YesNoModel(Protocol):
-    """What the judge needs of a language model: P(yes) of its two questions."""
+def judgement_from(p: float, name: str, supported_at: float = SUPPORTED_AT) -> Judgement:
+    """A claim's vote from the judge's P(yes) that its evidence supports it."""
+    if p >= supported_at:
+        return Judgement(ClaimLabel.SUPPORTED, round(p, 4),
+                         f"the judge reads its evidence as supporting it (P(yes) = {p:.2f})", name)
+    return Judgement(ClaimLabel.REFUTED, round(1.0 - p, 4),
+                     f"the judge reads its evidence as not supporting it (P(yes) = {p:.2f})", name)
 
-    def p_yes(self, premise: str, hypothesis: str) -> float: ...
 
-    def p_answers(self, question: str, answer: str) -> float: ...
-
-
-class QwenYesNo:
-    """The GGUF model in llama.cpp; one pair at a time (a llama.cpp context is not shared between threads)."""
-
-    def __init__(self, path: Path, threads: int | None = None) -> None:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # idle threads must not spin on a shared CPU
-        try:
-            import llama_cpp
-        except ImportError:
-            raise JudgeModelMissing(f"llama-cpp-python is not installed: {INSTALL_HINT}") from None
-        self._llama_cpp = llama_cpp
-        threads = threads or os.cpu_count() or 1
-        self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads,
-                                    n_threads_batch=threads, verbose=False)
-        self._yes = self._token("Yes")
-        self._no = self._token("No")
-        self._lock = threading.Lock()
-
-    def _token(self, word: str) -> int:
-        return self._llm.tokenize(word.encode(), add_bos=False, special=False)[0]
-
-    def _plain(self, text: str) -> list[int]:
-        return self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=False)[:MAX_TEXT_TOKENS]
-
-    def _template(self, text: str) -> list[int]:
-        return self._llm.tokenize(text.encode(), add_bos=False, special=True)
-
-    def p_yes(self, premise: str, hypothesis: str) -> float:
-        """P(the premise alone supports the hypothesis)."""
-        return self._ask((("Premise", premise), ("Hypothesis", hypothesis)), QUESTION)
-
-    def p_answers(self, question: str, answer: str) -> float:
-        """P(the answer says what the question asks for), whether or not it is true."""
-        return self._ask((("Question", question), ("Answer", answer)), ANSWERS_QUESTION)
-
-    def _ask(self, fields: tuple[tuple[str, str], ...], ask: str) -> float:
-        """P(yes) for a user turn of labelled untrusted fields, then the fixed question."""
-        tokens = self._template(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n")
-        for number, (label, text) in enumerate(fields):
-            tokens += self._template(f"{chr(10) if number else ''}{label}: ") + self._plain(text)
-        tokens += self._template(f"\n{ask}<|im_end|>\n<|im_start|>assistant\n")
-        with self._lock:
-            self._llm.reset()
-            self._llm.eval(tokens)
-            logits = self._llama_cpp.llama_get_logits_ith(self._llm.ctx, -1)
-            yes, no = float(logits[self._yes]), float(logits[self._no])
-        return 1.0 / (1.0 + math.exp(no - yes))
+def claim_prompt(claim: str, evidence: Sequence[Chunk], name: str) -> Judgement | list[dict]:
+    """The entailment prompt for a claim, or the judgement already made when there is nothing to read."""
+    if (unchecked := nothing_to_check(claim, evidence, name)) is not None:
+        return unchecked
+    # Each cited passage's closest sentence, after its title: "It opened in 1890" says nothing alone.
+    aligned = [(judge_prompt.title_of(c), aligned_evidence(claim, [c.text])) for c in {c.id: c for c in evidence}.values()]
+    premise = " ".join(f"({title}) {sentence}" if title else sentence for title, sentence in aligned if sentence)
+    if not premise:
+        return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "no sentence of its evidence shares a word with it", name)
+    return judge_prompt.entails(premise, claim)
 
 
 class JudgeVerifier:
-    """A verifier backend: the claim against its aligned evidence (the closest sentence of each cited passage,
-    as the meaning check reads it), voting supported or refuted with P(yes) as its score."""
+    """The built-in judge agent's backend: one model, asked one request at a time (the model's own loop
+    queues them; its cache keeps the last prompt, which the next reading of the same question shares)."""
 
-    def __init__(self, model: YesNoModel, name: str = "llm-judge", supported_at: float = SUPPORTED_AT,
-                 answers_at: float = ANSWERS_AT) -> None:
-        self.model, self.name, self.supported_at, self.answers_at = model, name, supported_at, answers_at
+    def __init__(self, model: JudgeModel, name: str = "llm-judge", supported_at: float = SUPPORTED_AT) -> None:
+        self.model, self.name, self.supported_at = model, name, supported_at
 
-    def answers_sync(self, question: str, answer: str) -> tuple[float, str]:
-        """P(the answer says what the question asks for), and why, for the engine's relevance check."""
-        p = round(self.model.p_answers(question, answer), 4)
-        reading = "answering" if p >= self.answers_at else "not answering"
-        return p, f"the judge reads it as {reading} the question (P(yes) = {p:.2f})"
+    def _p_yes(self, messages: list[dict]) -> float:
+        p = self.model.p_yes(messages)
+        if p is None:
+            raise JudgeModelFailed("the model put neither Yes nor No among its likely first words")
+        return round(p, 4)
 
     def judge_sync(self, claim: str, evidence: Sequence[Chunk]) -> Judgement:
-        if (unchecked := nothing_to_check(claim, evidence, self.name)) is not None:
-            return unchecked
-        premise = aligned_evidence(claim, [c.text for c in evidence])
-        if not premise:
-            return Judgement(ClaimLabel.NOT_ENOUGH, 1.0, "no sentence of its evidence shares a word with it", self.name)
-        p = self.model.p_yes(premise, claim)
-        if p >= self.supported_at:
-            return Judgement(ClaimLabel.SUPPORTED, round(p, 4), f"the judge reads its evidence as supporting it "
-                                                                f"(P(yes) = {p:.2f})", self.name)
-        return Judgement(ClaimLabel.REFUTED, round(1.0 - p, 4), f"the judge reads its evidence as not supporting it "
-                                                                 f"(P(yes) = {p:.2f})", self.name)
+        prompt = claim_prompt(claim, evidence, self.name)
+        if isinstance(prompt, Judgement):
+            return prompt
+        return judgement_from(self._p_yes(prompt), self.name, self.supported_at)
+
+    def read_sync(self, question: str, passages: Sequence[Chunk], candidates: Sequence[str],
+                  own_answer: bool = False) -> tuple[tuple[float, ...], str]:
+        """(P(yes) for each candidate, the judge's own short answer or "")."""
+        scores = tuple(self._p_yes(judge_prompt.reading(question, passages, c)) for c in candidates)
+        answer = self.model.generate(judge_prompt.own_answer(question, passages), OWN_ANSWER_TOKENS) if own_answer else ""
+        return scores, answer

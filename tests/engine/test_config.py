@@ -132,10 +132,20 @@ def test_an_agent_is_asked_only_on_the_tiers_it_lists(tmp_path):
             load_fleet(broken)
 
 
-def test_the_shipped_judge_is_off_and_asked_on_the_high_tier_only():
+def test_the_shipped_judge_is_on_and_asked_on_the_medium_and_high_tiers_never_the_low():
     from engine.types import JUDGE_BACKEND, RiskTier
     judge = load_fleet(None).agent("ver-judge")
-    assert (judge.backend, judge.enabled, judge.tiers) == (JUDGE_BACKEND, False, frozenset({RiskTier.HIGH}))
+    assert (judge.backend, judge.enabled, judge.tiers) == (JUDGE_BACKEND, True, frozenset({RiskTier.MEDIUM,
+                                                                                           RiskTier.HIGH}))
+    assert judge.judge
+
+
+def test_an_openai_compatible_server_may_be_a_judge_but_never_a_retriever(tmp_path):
+    entry = '[[agents]]\nid = "j"\nrole = "{role}"\nkind = "openai-chat"\nurl = "http://127.0.0.1:8080"\nmodel = "m"\n'
+    judge = load_fleet(write_fleet(tmp_path, extra=entry.format(role="verifier"))).agent("j")
+    assert judge.judge and not judge.builtin
+    with pytest.raises(ConfigError, match="openai-chat is for external generators and judges"):
+        load_fleet(write_fleet(tmp_path, extra=entry.format(role="retriever")))
 
 
 def test_inject_texts_file_must_exist(tmp_path):

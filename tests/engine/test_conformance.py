@@ -251,25 +251,26 @@ def test_a_key_variable_that_is_unset_or_not_a_key_is_bad_input(monkeypatch, cap
     assert "expected hex digits" in err and "sekrit" not in err
 
 
-def verifier_reading_answers(score) -> Starlette:
+def verifier_reading_answers(scores) -> Starlette:
     async def validate(request: Request) -> JSONResponse:
         return JSONResponse({"verdict": "supported", "score": 1})
 
-    async def answers(request: Request) -> JSONResponse:
-        return JSONResponse({"score": score, "reason": "homemade reading"})
+    async def read(request: Request) -> JSONResponse:
+        return JSONResponse({"scores": scores, "answer": "Asaph Hall", "reason": "homemade reading"})
     return Starlette(routes=[health("verifier"), Route("/validate", validate, methods=["POST"]),
-                             Route("/answers", answers, methods=["POST"])])
+                             Route("/read", read, methods=["POST"])])
 
 
-@pytest.mark.parametrize("score, passed, detail", [
-    (0.8, True, "reads answers: P = 0.80 for an answer that answers"),
-    (1.5, False, "the reply breaks AnswersReply: score"),
+@pytest.mark.parametrize("scores, passed, detail", [
+    ([0.8, 0.3], True, "reads: P = 0.80 for the answer, 0.30 for a true sentence that does not answer"),
+    ([1.5, 0.3], False, "the reply breaks ReadReply: scores[0]"),
+    ([0.8], False, "1 scores for 2 candidates"),
 ])
-async def test_an_optional_answers_route_is_checked_when_it_is_served(score, passed, detail):
-    url, stop = await serving(verifier_reading_answers(score))
+async def test_an_optional_read_route_is_checked_when_it_is_served(scores, passed, detail):
+    url, stop = await serving(verifier_reading_answers(scores))
     try:
         cases = by_name(await run_check(url, Role.VERIFIER, timeout_s=5))
     finally:
         await stop()
-    assert cases["answers.optional"].passed is passed and cases["answers.optional"].detail.startswith(detail)
+    assert cases["read.optional"].passed is passed and cases["read.optional"].detail.startswith(detail)
     assert cases["validate.good"].passed
