@@ -363,6 +363,8 @@ class JudgeNote:
     readers: tuple[str, ...] = ()  # the judges whose readings count
     own_answer: str = ""           # the judges' own short answer from the passages ("" when not asked)
     reference_answers: bool = False  # they read the engine's own reader's answer as the passages' answer
+    read_ms: float = 0.0           # wall time the engine waited on the judges' reading of the answers
+    readings: int = 0              # texts each judge read (the candidates and the engine's own answer)
 
     @property
     def not_read(self) -> bool:

@@ -33,7 +33,7 @@ from engine.engine import Engine
 from engine.errors import InputError
 from engine.gateway.envelope import new_trace_id
 from engine.stats import quantile
-from engine.types import AgentOutcome, CallStatus, RiskTier, Role, Verdict
+from engine.types import AgentOutcome, CallStatus, JudgeNote, MeaningStatus, RiskTier, Role, Verdict
 from engine.answer import Answer
 
 from .measure import rss_mb
@@ -61,17 +61,40 @@ class PathSamples:
     correct: int = 0
     answered: int = 0
     failed: int = 0
+    judged: list[bool] = field(default_factory=list)         # did the question ask a judge to read its answers
+    judge_ms: list[float] = field(default_factory=list)      # the judges' reading, per question that asked
+    reading_ms: list[float] = field(default_factory=list)    # the same per text read (candidates and reference)
+    not_read: int = 0                                          # questions marked "meaning not read"
 
-    def add(self, wall_ms: float, stages: dict[str, float], answered: bool, correct: bool) -> None:
+    def add(self, wall_ms: float, stages: dict[str, float], answered: bool, correct: bool,
+            judge: JudgeNote | None = None) -> None:
         self.wall_ms.append(wall_ms)
         for name, ms in stages.items():
             self.stage_ms[name].append(ms)
         self.answered += answered
         self.correct += correct
+        if judge is not None:
+            self.judged.append(judge.status is MeaningStatus.READ and judge.read_ms > 0)
+            self.not_read += judge.not_read
+            if self.judged[-1]:
+                self.judge_ms.append(judge.read_ms)
+                self.reading_ms.append(judge.read_ms / max(1, judge.readings))
+
+    def judge_summary(self) -> dict:
+        """How often the judge read the answers, what a reading cost, and the latency with and without it."""
+        asked = [w for w, j in zip(self.wall_ms, self.judged) if j]
+        others = [w for w, j in zip(self.wall_ms, self.judged) if not j]
+        return {"asked_share": round(len(asked) / len(self.judged), 3) if self.judged else None,
+                "not_read": self.not_read,
+                "read_ms_p50": round(quantile(self.judge_ms, 0.5), 1), "read_ms_p95": round(quantile(self.judge_ms, 0.95), 1),
+                "per_text_ms_p50": round(quantile(self.reading_ms, 0.5), 1),
+                "per_text_ms_p95": round(quantile(self.reading_ms, 0.95), 1),
+                "p50_ms_asked": round(quantile(asked, 0.5), 1), "p50_ms_not_asked": round(quantile(others, 0.5), 1)}
 
     def summary(self) -> dict:
         n = len(self.wall_ms)
         return {"n": n, "p50_ms": round(quantile(self.wall_ms, 0.5), 1), "p95_ms": round(quantile(self.wall_ms, 0.95), 1),
+                "judge": self.judge_summary(),
                 "mean_ms": round(statistics.fmean(self.wall_ms), 1) if n else 0.0,
                 "answered_rate": round(self.answered / n, 3) if n else 0.0,
                 "accuracy": round(self.correct / n, 3) if n else 0.0, "failed": self.failed,
@@ -148,19 +171,19 @@ class PathBench:
         return generation.answer, {"agents_retriever": (retrieved - started) * 1000,
                                    "agents_generator": (done - retrieved) * 1000}, True
 
-    async def ask(self, path: str, q: Question) -> tuple[float, dict[str, float], bool, bool]:
-        """(wall ms, stages, answered, correct) of one question on one path."""
+    async def ask(self, path: str, q: Question) -> tuple[float, dict[str, float], bool, bool, JudgeNote | None]:
+        """(wall ms, stages, answered, correct, what the judges did) of one question on one path."""
         started = time.perf_counter()
         if path == "naive":
             text, stages, ok = await self.naive(q.text)
             wall = (time.perf_counter() - started) * 1000
-            return wall, stages, ok and bool(text), ok and is_correct(text, q.answers)
+            return wall, stages, ok and bool(text), ok and is_correct(text, q.answers), None
         answer: Answer = await self.engine.questions.ask(q.text, TIER_OF[path])
         wall = (time.perf_counter() - started) * 1000
         stages = {name: float(ms) for name, ms in answer.timings_ms.items()}
         stages.update(agent_stages(a for a in answer.agents if a.status is CallStatus.OK))
         answered = answer.verdict is Verdict.ANSWERED
-        return wall, stages, answered, answered and is_correct(answer.answer, q.answers)
+        return wall, stages, answered, answered and is_correct(answer.answer, q.answers), answer.judge
 
     async def side_by_side(self, questions: Sequence[Question], rounds: int) -> dict[str, PathSamples]:
         samples = {path: PathSamples() for path in PATHS}
@@ -190,6 +213,7 @@ class PathBench:
         for q in questions:
             queue.put_nowait(q)
         walls: list[float] = []
+        beside = PathSamples()         # the judges' readings while `concurrency` questions run at once
         failed = 0
 
         async def worker() -> None:
@@ -200,7 +224,9 @@ class PathBench:
                 except asyncio.QueueEmpty:
                     return
                 try:
-                    walls.append((await self.ask(path, q))[0])
+                    asked = await self.ask(path, q)
+                    walls.append(asked[0])
+                    beside.add(*asked)
                 except Exception:
                     failed += 1
 
@@ -209,7 +235,8 @@ class PathBench:
         elapsed = time.perf_counter() - started
         return {"path": path, "concurrency": concurrency, "questions": len(walls), "failed": failed,
                 "seconds": round(elapsed, 2), "qps": round(len(walls) / elapsed, 2) if elapsed else 0.0,
-                "p50_ms": round(quantile(walls, 0.5), 1), "p95_ms": round(quantile(walls, 0.95), 1)}
+                "p50_ms": round(quantile(walls, 0.5), 1), "p95_ms": round(quantile(walls, 0.95), 1),
+                "judge": beside.judge_summary()}
 
     def memory(self) -> dict:
         launcher = self.engine.parts.launcher

@@ -52,7 +52,18 @@ def write_paths_report(json_path: Path, result: dict, command: str) -> tuple[Pat
     for stage in stages:
         cells = [result[p]["stages_p50_ms"].get(stage) for p in PATHS]
         lines.append(f"| {stage} | " + " | ".join("—" if c is None else f"{c:.1f}" for c in cells) + " |")
+    lines += ["", "The judge (its reading of the answers, per path: how often it was asked, its time per question and per "
+                  "text read, and the p50 of the questions that asked it beside those that did not):", "",
+              "| path | asked | meaning not read | read p50 / p95 ms | per text p50 / p95 ms | p50 asked / not asked ms |",
+              "|---|---|---|---|---|---|"]
     sat = result["saturation"]
+    for name, judge in [(p, result[p].get("judge")) for p in PATHS if p != "naive"] + [
+            (f"standard, {sat['standard']['concurrency']} at once", sat["standard"].get("judge"))]:
+        if not judge or judge["asked_share"] is None:
+            continue
+        lines.append(f"| {name} | {judge['asked_share']:.0%} | {judge['not_read']} | {judge['read_ms_p50']:.0f} / "
+                     f"{judge['read_ms_p95']:.0f} | {judge['per_text_ms_p50']:.0f} / {judge['per_text_ms_p95']:.0f} | "
+                     f"{judge['p50_ms_asked']:.0f} / {judge['p50_ms_not_asked']:.0f} |")
     mem = result["memory"]
     hit_rate = "—" if result["cache_hit_rate"] is None else f"{result['cache_hit_rate']:.1%}"
     lines += [

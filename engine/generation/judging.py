@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
@@ -176,8 +177,10 @@ async def adjudicate_judged(question: str, generations: Mapping[str, Generation]
     if not judges.answers:
         return _not_read(first, why, judges.unavailable or "no judge is up for this tier")
     answered = {a: g for a, g in generations.items() if g.answer.strip()}
+    started = time.perf_counter()
     reading, failed = await read_answers(question, answered, context, judges.answers, judges.weights, trace_id,
                                          own_answer=judge_settings.own_answer, reference=judges.reference)
+    read_ms = round((time.perf_counter() - started) * 1000, 1)
     if reading is None:
         return _not_read(first, why, "; ".join(failed) or "no judge answered")
     judged = await adjudicate(question, generations, context, settings, once, trace_id=trace_id,
@@ -187,7 +190,9 @@ async def adjudicate_judged(question: str, generations: Mapping[str, Generation]
     note = JudgeNote(MeaningStatus.READ, why, f"{reading.describe()} against "
                                              f"{', '.join(f'[{p}]' for p in reading.passages)}{beside}",
                      reading.readers, reading.own_answer,
-                     reference_answers=reading.reference is not None and reading.reference >= judge_settings.answers_at)
+                     reference_answers=reading.reference is not None and reading.reference >= judge_settings.answers_at,
+                     read_ms=read_ms, readings=len({g.answer.strip() for g in answered.values()}
+                                                   | ({judges.reference.strip()} - {""})))
     rivals = standing_rivals(judged, settings)
     if rivals:
         names = ", ".join(c.agent_id for c in [judged.chosen, *rivals])

@@ -59,6 +59,20 @@ def test_path_samples_summarise_what_was_added():
     summary = samples.summary()
     assert summary["n"] == 3 and summary["p50_ms"] == 200.0 and summary["p95_ms"] == 300.0
     assert summary["accuracy"] == round(2 / 3, 3) and summary["stages_p50_ms"] == {"retrieve": 100.0}
+    assert summary["judge"]["asked_share"] is None          # naive: no judge note at all
+
+
+def test_path_samples_say_how_often_the_judge_read_and_what_it_cost():
+    from engine.types import JudgeNote, MeaningStatus
+    samples = PathSamples()
+    samples.add(100.0, {}, True, True, JudgeNote())
+    samples.add(3000.0, {}, True, True, JudgeNote(MeaningStatus.READ, "a lone answer", read_ms=2400.0, readings=2))
+    samples.add(200.0, {}, True, True, JudgeNote(MeaningStatus.NOT_READ, "a lone answer", "no judge"))
+    samples.add(4000.0, {}, True, True, JudgeNote(MeaningStatus.READ, "a dispute", read_ms=3000.0, readings=3))
+    judge = samples.summary()["judge"]
+    assert judge["asked_share"] == 0.5 and judge["not_read"] == 1
+    assert (judge["read_ms_p50"], judge["per_text_ms_p50"], judge["per_text_ms_p95"]) == (2400.0, 1000.0, 1200.0)
+    assert (judge["p50_ms_asked"], judge["p50_ms_not_asked"]) == (3000.0, 100.0)
 
 
 def _sample(t, rss, p99, fds=20, tasks=2, answered=5) -> Sample:
