@@ -126,6 +126,17 @@ async def seed_demo(engine, trace_id: str, operator: str = DEMO_OPERATOR) -> dic
     return {"entry": wrong.id, "call": waiting.call_id}
 
 
+async def judges_checked(service, timeout_s: float) -> None:
+    """Waits (at most timeout_s) until no judge is still answering its canaries: an answer the judge should read
+    would otherwise say "meaning not read", which is the console's behaviour at start, not what a picture shows."""
+    import asyncio
+    import time
+    from engine import FleetState
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(a.status is FleetState.CHECKING for a in service.engine.fleet.agents()):
+        await asyncio.sleep(0.5)
+
+
 def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int | None = None,
                 top_panel: str = "fleet", repeat: int = 1, select: str | None = None, trace: bool = False):
     from .signals import first_emission
@@ -156,6 +167,7 @@ def make_script(out: Path, question: str, tier: str, timeout_s: float, tab: int 
                 log.error("the fleet did not start; no screenshot")
                 return 1
             await first_emission(service.sig_ready, service.sig_error, timeout_s=timeout_s)
+        await judges_checked(service, timeout_s)
         panel = window.ask_panel
         answers, flagged = [], []
         service.questions.sig_answer.connect(answers.append)

@@ -127,6 +127,7 @@ class Engine:
         # Each judge answers its canaries when it comes up and now and then after (engine/judges.py).
         self.judges = JudgeWatch(parts.client, parts.registry, settings.judge, self._judge_checked, clock)
         self._judge_rounds: asyncio.Task | None = None
+        self._closing = False
         # Demo questions at a chosen rate (off until started); stamped with the engine's clock.
         self.demo = DemoTraffic(self.questions.ask, self._emit, stamp=clock)
         # What follows a decided question, in this order (engine/decided.py).
@@ -199,6 +200,8 @@ class Engine:
         """A judge's canaries: shown in the Fleet panel, audited, and an alert when it starts failing them."""
         clock = self.parts.clock
         self._emit(AgentChanged(view, "", clock()))
+        if self._closing:        # the fleet is stopping under it: a canary cut short says nothing of the judge
+            return
         await self._audit("engine", "judge.canaries", {"agent": view.spec.id, "passed": result.passed,
                                                        "detail": result.detail, "seconds": round(result.seconds, 2)})
         if not result.passed and before is not CanaryState.FAILED:
@@ -289,6 +292,7 @@ class Engine:
     async def aclose(self) -> None:
         """Stops in order: demo traffic (its questions answered), the fleet, pending writes, the client, the store."""
         parts = self.parts
+        self._closing = True
         await self.demo.aclose()
         if self._judge_rounds is not None:
             self._judge_rounds.cancel()

@@ -42,6 +42,11 @@ class JudgeWatch:
             judge = RemoteJudge(self.client, view.spec, view.url)
             result = await run_canaries(judge, RemoteVerifier(self.client, view.spec, view.url), self.settings,
                                         self.clock)
+            now = self.registry.get(agent_id)
+            if now.state is not AgentState.UP or now.stopped or now.url != view.url:
+                # It went away (or came back elsewhere) while it answered: no reading of it, and no alert.
+                self.registry.set_canaries(agent_id, CanaryState.PENDING, "answering its canaries")
+                return None
             after = self.registry.set_canaries(agent_id, CanaryState.PASSED if result.passed else CanaryState.FAILED,
                                                result.detail)
         finally:
