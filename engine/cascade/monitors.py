@@ -55,8 +55,14 @@ class Monitors:
         if not said or not pool or result.kind is StageKind.FORMULATE:
             return Reading(0.0)
         worst, reasons, suspects, unsupported = 0.0, [], [], 0.0
+        pooled = {c.id for c in pool}
         for st in said:
             judgement = self.verifier.judge_sync(st.text, pool)
+            if (judgement.label is ClaimLabel.NOT_ENOUGH and st.text in result.entailed and st.chunk is not None
+                    and st.chunk.id in pooled):
+                # No quote, but a judge read it as entailed by the corroborated passage it cites: an honest
+                # paraphrase (an LLM's own words), not a claim the pool leaves unsupported.
+                continue
             if judgement.label is ClaimLabel.REFUTED:
                 score = 1.0
                 reasons.append(f"SFV: the consensus pool refutes \"{shorten(st.text, QUOTE)}\": {judgement.reason}")

@@ -39,6 +39,8 @@ from .adjudicate import Decision, JudgedOnce, adjudicate
 from .judge_passages import agrees, shown_passages
 from .reading import READ_BY, Reading
 
+READ_FOR_MEANING = "read for meaning"    # in a claim's reason: a judge read it for entailment (ClaimReader)
+
 class Judge(Protocol):
     """A judge agent as the engine asks it (engine.agents.remote.RemoteJudge is one)."""
     name: str
@@ -147,7 +149,7 @@ class ClaimReader:
         label = ClaimLabel.SUPPORTED if counts[ClaimLabel.SUPPORTED] * 2 > len(readings) else ClaimLabel.REFUTED
         chosen = [j for j in readings if j.label is label]
         votes = first.ballots + tuple(Vote(j.verifier, j.label) for j in readings)
-        reason = f"{first.reason}; read for meaning: " + "; ".join(f"{j.verifier}: {j.reason}" for j in chosen)
+        reason = f"{first.reason}; {READ_FOR_MEANING}: " + "; ".join(f"{j.verifier}: {j.reason}" for j in chosen)
         return Judgement(label, round(sum(j.score for j in chosen) / len(chosen), 3), reason, self.name, votes)
 
 

@@ -27,7 +27,7 @@ from ..stages import steps
 from ..stages.model import StageKind, StageResult, Timings, Trajectory
 from ..stages.runner import Exclusions, Step
 from ..stats import elapsed_ms
-from ..types import AgentKind, Chunk, ContextChunk, RiskTier, Role, TrustLevel
+from ..types import AgentKind, Chunk, ClaimLabel, ContextChunk, RiskTier, Role, TrustLevel
 from ..verify.verifier import EvidenceVerifier, Verifier, VotingVerifier
 from .asked import Asked
 from .calls import AgentCalls
@@ -104,8 +104,12 @@ class SynthesizeStage:
                                confidence=0.0, note=decision.verdict.value, payload=payload, timings=timings)
         # The answer is no surer than the evidence it came through and the support it earned.
         confidence = round(min(upstream, chosen.generation.confidence or 1.0, chosen.support_rate), 3)
+        # Claims a judge read as entailed (its supporting vote stands in the check): no quotes, yet checked.
+        readers = {j.name for j in judges.claims}
+        entailed = tuple(c.claim.text for c in chosen.checks
+                         if c.supported and any(v.verifier in readers and v.label is ClaimLabel.SUPPORTED for v in c.votes))
         return StageResult(StageKind.SYNTHESIZE, index, 0, (question,), chosen.generation.answer,
-                           claims=chosen.generation.claims, evidence=context, confidence=confidence,
+                           claims=chosen.generation.claims, evidence=context, confidence=confidence, entailed=entailed,
                            agents=(chosen.agent_id,), note=decision.verdict.value, payload=payload, timings=timings)
 
     def _verifier(self, tier: RiskTier) -> Verifier:

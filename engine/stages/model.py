@@ -72,6 +72,7 @@ class StageResult:
     corroborated: tuple[Chunk, ...] = ()   # retrieve: what it adds to the consensus pool the monitors check against
     candidates: tuple[Chunk, ...] = ()     # retrieve: every passage its sources returned, kept or not
     confidence: float = 0.0                # the stage's own confidence, 0..1
+    entailed: tuple[str, ...] = ()         # claims a judge read as entailed by the passages they cite (no quotes)
     agents: tuple[str, ...] = ()           # agents whose work it is
     elapsed_ms: float = 0.0
     note: str = ""

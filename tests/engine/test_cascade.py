@@ -1,5 +1,6 @@
 """CHARM: the trigger, the mitigation plan, the three monitors on hand-built trajectories, the cascade
 monitor as a stage observer, and the model-free reasoning and tool stages."""
+import dataclasses
 import os
 import re
 import subprocess
@@ -223,6 +224,21 @@ def test_csct_flags_names_the_trajectory_never_handed_on(monitors):
     _, quoted, _ = scores(monitors, t.with_stage(reason(HONEST.text, "p-honest", (HONEST, OTHER), 0.6)))
     assert novel.score > 0 and any("new to the trajectory" in r and "marvel studios" in r for r in novel.reasons)
     assert quoted.score == 0.0
+
+
+def test_a_paraphrase_a_judge_read_as_entailed_by_its_pooled_passage_is_no_unsupported_statement(monitors):
+    """An honest LLM's own words: the word check cannot place them, a judge read them as entailed."""
+    words = "The director Scott Derrickson came into the world in mid-1966 in the United States."
+    answer = StageResult(StageKind.SYNTHESIZE, 2, 0, (ASKED,), words, claims=(Claim(words, ("p-honest",)),),
+                         evidence=(HONEST, OTHER), confidence=0.6, agents=("gen-llm",))
+    t = honest_upstream()
+    unread, _, cpm_unread = scores(monitors, t.with_stage(answer))
+    assert unread.score > 0 and unread.support < 1.0 and any("no corroborated passage" in r for r in unread.reasons)
+    read, _, cpm_read = scores(monitors, t.with_stage(dataclasses.replace(answer, entailed=(words,))))
+    assert (read.score, read.support) == (0.0, 1.0) and cpm_read.score <= cpm_unread.score
+    elsewhere = dataclasses.replace(answer, claims=(Claim(words, ("p-unpooled",)),), entailed=(words,),
+                                    evidence=(HONEST, OTHER, Chunk("p-unpooled", HONEST.text + " Also more.")))
+    assert scores(monitors, t.with_stage(elsewhere))[0].score > 0       # a passage the pool does not hold: no pass
 
 
 def test_cpm_catches_a_conclusion_surer_than_its_upstream(monitors):
