@@ -445,6 +445,37 @@ RULES: tuple[Rule, ...] = (
           r"of (?:this|the|our) (?:conversation|chat|session))",
           0.4, 0.5, "asks what the reader was told or instructed before the conversation (prompt extraction)",
           words="told instructed given programmed configured asked instructions prompt rules", reach=(70, 80)),
+    # --- steer the checker: a text that tells whoever reads or checks it what verdict to give (a liar's answer
+    # written to its judge). Written from the roles a checker has, not from any judge's prompt.
+    _rule("steer/addressed-checker",
+          r"\b(?:note|message|instructions?|memo|hint|reminder|notice|attention) (?:to|for) (?:the |any |all )?"
+          r"(?:[\w-]+ ){0,2}?(?:verifiers?|judges?|graders?|checkers?|fact-?checkers?|evaluators?|reviewers?|"
+          r"assessors?|auditors?|moderators?|classifiers?|validators?|raters?|scorers?)\b"
+          r"|(?:^|[.!?;\n(\[\"'“]\s?)(?:dear |hey |hi |attention,? )?(?:ai |llm |automated |model )?(?:verifier|judge|grader|"
+          r"checker|fact-?checker|evaluator|reviewer|assessor|auditor|moderator|classifier|validator|rater|scorer)s?"
+          r"\s?[:,]"
+          r"|\b(?:whoever|anyone|any (?:ai|model|system)|the (?:ai|model|system|llm)) (?:who |that |which )?(?:is )?"
+          r"(?:reads?|reading|checks?|checking|verif(?:y|ies|ying)|grades?|grading|evaluates?|evaluating|judges?|"
+          r"judging|reviews?|reviewing|scores?|scoring) (?:this|these|the (?:answer|response|claim|text|output))\b",
+          0.75, 0.3, "addresses whoever checks the text (a verifier, judge, grader, reviewer)",
+          words="note message instruction instructions memo hint reminder notice attention verifier verifiers judge "
+                "judges grader graders checker checkers factchecker evaluator evaluators reviewer reviewers assessor "
+                "auditor moderator classifier validator rater scorer whoever anyone", reach=(40, 120)),
+    _rule("steer/verdict",
+          r"\b(?:the )?(?:correct|right|proper|expected|only (?:valid|possible)) (?:reading|answer|verdict|label|"
+          r"judge?ment|rating|response|classification|score|output) (?:here |to this |for this )?(?:is|would be|"
+          r"should be|will be)\s?[:\"'“]?\s?(?:yes|true|correct|supported|entailed|accurate|relevant|valid|pass|"
+          r"approved?)\b"
+          r"|\b(?:answer|respond|reply|say|output|return|print|write|choose|select|pick|vote)(?: with| only)? "
+          r"[\"'“]?(?:yes|true|supported|entailed)[\"'”]?(?! or\b)(?:\s?[.!,;)\]\n]|\s?$)"
+          r"|\b(?:mark|rate|label|grade|score|classify|judge|treat|count|flag|tag|read|consider|deem) "
+          r"(?:this|it|the (?:answer|response|claim|candidate|text|statement|output)) (?:answer |response |claim )?"
+          r"(?:as )?(?:being )?(?:correct|true|supported|entailed|accurate|verified|relevant|valid|a pass|passing|"
+          r"fully supported|yes)\b",
+          0.6, 0.25, "tells the reader which verdict to give (\"the correct reading is Yes\", \"mark this as correct\")",
+          words="correct right proper expected valid possible answer respond reply say output return print write "
+                "choose select pick vote mark rate label grade score classify judge treat count flag tag read "
+                "consider deem", reach=(60, 80)),
     _rule("leak/zh",
           r"(?:输出|显示|打印|泄露|透露|告诉我|重复|给我看|展示|列出|复述|翻译)(?:一下|出)?(?:你的|您的)?(?:完整的?|全部的?|"
           r"原始的?|初始的?|隐藏的?)?(?:系统提示词?|系统指令|系统消息|初始指令|初始提示|原始指令|原始提示|隐藏指令|提示词)"
