@@ -88,7 +88,8 @@ async def run(args) -> dict:
         for q in questions:
             started = time.perf_counter()
             answer = await engine.questions.ask(q["question"], RiskTier(args.tier))
-            own = next((c.generation.answer for c in answer.candidates if c.agent_id == LLM), "")
+            mine = next((c for c in answer.candidates if c.agent_id == LLM), None)
+            own = mine.generation.answer if mine else ""
             call = next((a for a in answer.agents if a.agent_id == LLM), None)
             given = answer.verdict is Verdict.ANSWERED
             state = next(a for a in engine.fleet.agents() if a.spec.id == LLM)
@@ -99,6 +100,9 @@ async def run(args) -> dict:
                    "cascade_fired": bool(answer.cascade and answer.cascade.fired),
                    "cascade": answer.cascade.reason if answer.cascade and answer.cascade.fired else "",
                    "judge": answer.judge.status.value, "reason": answer.reason,
+                   "claims": [{"text": k.claim.text, "label": k.label.value, "reason": k.reason,
+                               "citations": list(k.claim.citations)} for k in (mine.checks if mine else ())],
+                   "confidence": mine.generation.confidence if mine else None,
                    "state": state.trust_state, "score": state.trust_score, "s": round(time.perf_counter() - started, 1)}
             rows.append(row)
             mark = "ok " if row["llm_right"] and given else "ref" if row["llm_right"] else "wrg" if given else "abs"

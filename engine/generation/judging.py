@@ -176,15 +176,18 @@ async def adjudicate_judged(question: str, generations: Mapping[str, Generation]
     claims_note = _claims_note(reader)
     if not why:
         return _noted(first, claims_note) if claims_note else first
+    # On a dispute, the cheap checks' pick rests on agreement between generators, which two colluders control:
+    # unread, it is no answer but both positions.
+    disputed = dispute(first, settings) == why
     if not judges.answers:
-        return _not_read(first, why, judges.unavailable or "no judge is up for this tier")
+        return _not_read(first, why, judges.unavailable or "no judge is up for this tier", disputed)
     answered = {a: g for a, g in generations.items() if g.answer.strip()}
     started = time.perf_counter()
     reading, failed = await read_answers(question, answered, context, judges.answers, judges.weights, trace_id,
                                          own_answer=judge_settings.own_answer, reference=judges.reference)
     read_ms = round((time.perf_counter() - started) * 1000, 1)
     if reading is None:
-        return _not_read(first, why, "; ".join(failed) or "no judge answered")
+        return _not_read(first, why, "; ".join(failed) or "no judge answered", disputed)
     judged = await adjudicate(question, generations, context, settings, once, trace_id=trace_id,
                               reading=reading, judge_settings=judge_settings, **options)
     beside = (f"; the engine's own reader's answer read at P = {reading.reference:.2f}"
@@ -234,6 +237,10 @@ def _noted(decision: Decision, note: JudgeNote) -> Decision:
     return dataclasses.replace(decision, judge=note)
 
 
-def _not_read(decision: Decision, why: str, detail: str) -> Decision:
+def _not_read(decision: Decision, why: str, detail: str, disputed: bool = False) -> Decision:
     note = JudgeNote(MeaningStatus.NOT_READ, why, detail)
+    if disputed and decision.verdict is Verdict.ANSWERED:
+        return Decision(Verdict.ABSTAINED, None, decision.candidates,
+                        f"no consistent conclusion: {why}, and no judge could read them ({detail}); agreement "
+                        f"between generators does not settle a dispute", note)
     return dataclasses.replace(decision, reason=f"{decision.reason}; meaning not read ({why}): {detail}", judge=note)

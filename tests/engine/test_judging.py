@@ -430,3 +430,15 @@ async def test_a_judges_not_the_answer_counts_against_a_lone_generator_only_when
     assert EvidenceReason.ANSWER_OFF_TOPIC in await reasons([reader], MOONS)       # the engine's own answer reads
     two = [ScriptedJudge("j-1", {VOYAGER: 0.3}), ScriptedJudge("j-2", {VOYAGER: 0.2})]
     assert EvidenceReason.ANSWER_OFF_TOPIC in await reasons(two, "")               # a second judge
+
+
+async def test_a_dispute_no_judge_could_read_is_no_answer_but_both_positions(verifier):
+    """Unread, the cheap checks' pick of a dispute rests on agreement, which two colluders control."""
+    generations = {"honest": gen(MOONS, "m#0"), "off-1": gen(VOYAGER, "v#0"), "off-2": gen(VOYAGER, "v#0")}
+    for judge_list in (Judges(unavailable="no judge is in the fleet"),
+                       judges(ScriptedJudge("ver-judge", fails=True))):
+        decision = await adjudicate_judged(QUESTION, generations, CONTEXT, GenerationSettings(), verifier,
+                                           RiskTier.MEDIUM, JudgeSettings(), judge_list)
+        assert decision.verdict is Verdict.ABSTAINED and decision.judge.not_read
+        assert decision.reason.startswith("no consistent conclusion:") and "no judge could read them" in decision.reason
+        assert {c.agent_id for c in decision.candidates} == set(generations)
