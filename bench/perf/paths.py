@@ -74,7 +74,7 @@ class PathSamples:
         self.answered += answered
         self.correct += correct
         if judge is not None:
-            self.judged.append(judge.status is MeaningStatus.READ and judge.read_ms > 0)
+            self.judged.append(judge.status is MeaningStatus.READ)
             self.not_read += judge.not_read
             if self.judged[-1]:
                 self.judge_ms.append(judge.read_ms)

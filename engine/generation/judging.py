@@ -128,6 +128,8 @@ class ClaimReader:
         self.name = verifier.name
         self.unread: list[str] = []
         self.read: set[str] = set()
+        self.read_ms = 0.0          # wall time spent waiting on the judges, summed over the claims they read
+        self.claims_read = 0
 
     async def judge(self, claim: str, evidence, trace_id: str = "") -> Judgement:
         first = await self.verifier.judge(claim, evidence, trace_id)
@@ -139,8 +141,11 @@ class ClaimReader:
                 return await judge.judge(claim, evidence, trace_id)
             except AgentError:
                 return None
+        started = time.perf_counter()
         readings = [j for j in await asyncio.gather(*(ask(j) for j in self.judges))
                     if j is not None and j.label is not ClaimLabel.NOT_ENOUGH]
+        self.read_ms += (time.perf_counter() - started) * 1000
+        self.claims_read += 1
         if not readings:
             self.unread.append(claim)
             return first
@@ -227,7 +232,8 @@ def _claims_note(reader: ClaimReader | None) -> JudgeNote | None:
                          f"no judge could read {len(reader.unread)} claim(s)")
     if reader.read:
         return JudgeNote(MeaningStatus.READ, "a claim is no quote of its evidence",
-                         f"claims read by {', '.join(sorted(reader.read))}", tuple(sorted(reader.read)))
+                         f"claims read by {', '.join(sorted(reader.read))}", tuple(sorted(reader.read)),
+                         read_ms=round(reader.read_ms, 1), readings=reader.claims_read)
     return None
 
 
