@@ -7,7 +7,9 @@ high-tier ones reach the queue), at `rate` questions a second.
 
 A small machine cannot answer every rate: at most `max_in_flight` questions are asked at once (2 × cores by
 default), and a tick that finds the cap reached is skipped and counted, never queued, so nothing piles up
-without bound and the achieved rate is asked / elapsed. stop() stops feeding but cancels no question
+without bound and the achieved rate is asked / elapsed. A judge reads one question at a time for seconds, so a
+tick that finds a judge still reading (`busy`) yields: it is skipped and counted too, and demo traffic never
+builds a backlog at the judge. stop() stops feeding but cancels no question
 mid-answer (aclose() awaits them). A failed question is counted and its error kept in the stats; it is never
 raised out. Listeners hear `DemoTrafficChanged` on start and stop and at most once a second while running.
 
@@ -53,6 +55,7 @@ class DemoStats:
     answered: int = 0          # of those, the ones that came back with an answer (abstentions included)
     failed: int = 0            # the ones that raised (the gateway blocked it, no agent answered, ...)
     skipped: int = 0           # ticks that found max_in_flight questions still running
+    yielded: int = 0           # ticks that found a judge still reading (never a backlog at the judge)
     in_flight: int = 0
     rate: float = DEFAULT_RATE     # questions a second asked for
     running: bool = False
@@ -66,6 +69,8 @@ class DemoStats:
         asked = f"{self.asked}/{self.limit}" if self.limit is not None and self.running else f"{self.asked}"
         parts = [f"{asked} asked", f"{self.answered} answered", f"{self.in_flight} in flight",
                  f"{self.skipped} skipped"]
+        if self.yielded:
+            parts.append(f"{self.yielded} yielded to the judge")
         if self.failed:
             parts.append(f"{self.failed} failed")
         return " · ".join(parts)
@@ -116,9 +121,10 @@ class DemoTraffic:
                  questions_path: Path = DEMO_QUESTIONS_PATH, max_in_flight: int | None = None,
                  rate: float = DEFAULT_RATE, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 stamp: Callable[[], float] = time.time) -> None:
+                 stamp: Callable[[], float] = time.time, busy: Callable[[], bool] = lambda: False) -> None:
         """ask: the engine's ask(question, tier); emit: where DemoTrafficChanged goes; clock and sleep pace
-        the ticks (monotonic seconds); stamp dates the events (the engine's clock)."""
+        the ticks (monotonic seconds); stamp dates the events (the engine's clock); busy: whether a judge is
+        reading now (a tick then yields)."""
         self._ask = ask
         self._emit = emit
         self._questions: tuple[DemoQuestion, ...] | None = tuple(questions) if questions is not None else None
@@ -127,7 +133,7 @@ class DemoTraffic:
         if self.max_in_flight < 1:
             raise InputError(f"demo traffic needs at least one question in flight, not {self.max_in_flight}")
         self._rate = check_rate(rate)
-        self._clock, self._sleep, self._stamp = clock, sleep, stamp
+        self._clock, self._sleep, self._stamp, self._busy = clock, sleep, stamp, busy
         self._running = False
         self._ticker: asyncio.Task | None = None
         self._retired: set[asyncio.Task] = set()   # tickers cancelled by a rate change, until they finish
@@ -135,7 +141,7 @@ class DemoTraffic:
         self._in_flight: set[asyncio.Task] = set()
         self._next = 0                         # the next question, round-robin
         self._last_tick_at: float | None = None    # clock of the last tick; None: the next one is due now
-        self._asked = self._answered = self._failed = self._skipped = 0
+        self._asked = self._answered = self._failed = self._skipped = self._yielded = 0
         self._last_error = ""
         self._last_failure = ""                # the latest failure without its question, for the log
         self._last_event_at: float | None = None   # clock of the last stats event while running
@@ -208,8 +214,9 @@ class DemoTraffic:
         return len(self._questions)
 
     def stats(self) -> DemoStats:
-        return DemoStats(self._asked, self._answered, self._failed, self._skipped, len(self._in_flight),
-                         self._rate, self._running, self.max_in_flight, self._last_error, self._limit)
+        return DemoStats(self._asked, self._answered, self._failed, self._skipped, self._yielded,
+                         len(self._in_flight), self._rate, self._running, self.max_in_flight, self._last_error,
+                         self._limit)
 
     # --- the ticker --------------------------------------------------------------------------
     def _start_ticker(self) -> None:
@@ -245,6 +252,10 @@ class DemoTraffic:
     def _tick(self) -> None:
         if len(self._in_flight) >= self.max_in_flight:
             self._skipped += 1
+            self._dirty = True
+            return
+        if self._in_flight and self._busy():
+            self._yielded += 1
             self._dirty = True
             return
         questions = self._questions or ()

@@ -129,7 +129,7 @@ class Engine:
         self._judge_rounds: asyncio.Task | None = None
         self._closing = False
         # Demo questions at a chosen rate (off until started); stamped with the engine's clock.
-        self.demo = DemoTraffic(self.questions.ask, self._emit, stamp=clock)
+        self.demo = DemoTraffic(self.questions.ask, self._emit, stamp=clock, busy=self._judge_reading)
         # What follows a decided question, in this order (engine/decided.py).
         self._decided: tuple[DecidedObserver, ...] = (
             RecordAnswer(parts.store, parts.review), UpdateReputation(parts.reputation),
@@ -195,6 +195,10 @@ class Engine:
             self._spawn(self._audit("fleet", f"agent.{state.value}", {"agent": agent_id, "detail": detail}))
         if state is AgentState.UP and view.spec.judge:
             self._spawn(self.judges.check(agent_id))
+
+    def _judge_reading(self) -> bool:
+        """A judge has a reading under way: demo traffic yields to it."""
+        return any(v.spec.judge and v.at_work for v in self.parts.registry.all())
 
     async def _judge_checked(self, view: AgentView, result, before: CanaryState | None) -> None:
         """A judge's canaries: shown in the Fleet panel, audited, and an alert when it starts failing them."""

@@ -105,7 +105,21 @@ async def test_questions_are_asked_at_the_rate_round_robin_each_at_its_own_tier(
     expected = [(q.question, q.tier) for q in itertools.islice(itertools.cycle(QUESTIONS), 21)]
     assert engine.asked == expected
     await close(demo, time)
-    assert demo.stats() == DemoStats(21, 21, 0, 0, 0, 2.0, False, 4, "", None)
+    assert demo.stats() == DemoStats(21, 21, 0, 0, 0, 0, 2.0, False, 4, "", None)
+
+
+async def test_a_tick_that_finds_the_judge_reading_yields_and_no_backlog_builds_at_the_judge():
+    """Each question holds the judge for 5 s: at 2 a second, the demo asks one, then yields until it is read."""
+    time = FakeTime()
+    engine = FakeEngine(time, answer_s=5.0)
+    demo = DemoTraffic(engine.ask, engine.emit, questions=QUESTIONS, max_in_flight=4, rate=2.0, clock=time.clock,
+                       sleep=time.sleep, stamp=time.clock, busy=lambda: bool(demo.stats().in_flight))
+    demo.start()
+    await time.advance(10.0)
+    stats = demo.stats()
+    assert stats.in_flight <= 1 and stats.asked == 3 and stats.yielded >= 15 and stats.skipped == 0   # at 0, 5 and 10 s
+    assert "yielded to the judge" in stats.line()
+    await close(demo, time)
 
 
 async def test_the_first_question_is_asked_at_once_on_a_clock_that_moves_between_reads():
