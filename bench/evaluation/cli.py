@@ -181,6 +181,9 @@ def _add_generation_parser(commands) -> None:
     gen.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
     gen.add_argument("--no-meaning", action="store_true",
                      help="the word checks alone, without the meaning verifier (what the defence was before it)")
+    gen.add_argument("--judge", action="store_true",
+                     help="decide as the product does on the medium tier, with the shipped judge (Qwen 1.5B, "
+                          "in process) reading where the cheap checks cannot decide (engine/generation/judging.py)")
     gen.add_argument("--llm", action="store_true",
                      help="add the LLM generator's row: the fleet's llm-local agent (run `make llm` first) or "
                           "--llm-agent, on the demo questions and the HotpotQA questions (--limit)")
@@ -392,6 +395,27 @@ def _lie_writer(cache_dir: Path):
     return LlamaRewriter(judge_model_path(default_cache_dir()), cache_dir / "llm_lies.json")
 
 
+def _judged_adjudicator(settings):
+    """adjudicate as the product's medium tier does: the cheap checks, then the shipped judge (in this process)
+    where they cannot decide, its readings compared with the engine's own reader's answer."""
+    from engine.agents.extractive import ExtractiveGenerator
+    from engine.engine import default_cache_dir
+    from engine.generation.judging import Judges, adjudicate_judged
+    from engine.types import RiskTier
+    from engine.verify.judge import JudgeVerifier, LocalJudge
+    from engine.verify.judge_model import judge_model_path
+    from engine.verify.judge_runtime import LocalJudgeModel
+    judge = LocalJudge(JudgeVerifier(LocalJudgeModel(judge_model_path(default_cache_dir())), name="ver-judge"))
+    reader = ExtractiveGenerator()
+
+    async def adjudicator(question, generations, context, generation_settings, verifier, **options):
+        reference = reader.generate(question, tuple(c.chunk for c in context)).answer
+        return await adjudicate_judged(question, generations, context, generation_settings, verifier, RiskTier.MEDIUM,
+                                       settings.judge, Judges(answers=[judge], claims=[judge], reference=reference),
+                                       **options)
+    return adjudicator
+
+
 def _generation(args) -> int:
     from engine.config import load_settings
     from engine.engine import default_cache_dir
@@ -428,11 +452,12 @@ def _generation(args) -> int:
         with tempfile.TemporaryDirectory(prefix="quorum-evalgen-") as scratch:
             claims = ClaimCache(embedder, embedder.inner.inner, Path(scratch))
             try:
+                extra = {"adjudicator": _judged_adjudicator(settings)} if args.judge else {}
                 evaluation = GenerationEvaluation(settings.generation, embedder, verifier_embedder=claims.cached,
                                                   warm_verifier=claims.warm, k=args.k, seed=args.seed,
                                                   profiles=profiles, progress=Progress(),
                                                   meaning=meaning, meaning_settings=settings.meaning,
-                                                  rewriter=rewriter)
+                                                  rewriter=rewriter, **extra)
                 result = evaluation.run(questions)
             finally:
                 claims.close()
@@ -448,6 +473,7 @@ def _generation(args) -> int:
         "verify_timing": "EvidenceVerifier.judge_sync per claim, its CachedEmbedder fresh and warmed on the context "
                          "sentences only",
         "generation": dataclasses.asdict(settings.generation),
+        "judge": dataclasses.asdict(settings.judge) | {"on": bool(args.judge), "tier": "medium"},
         "load_average_1m": {"start": load_before, "end": _load_average()},
         "cache_dir": str(cache_dir), "wall_time_s": wall, **fingerprint,
     }

@@ -11,8 +11,11 @@ log-probabilities of one token, or a few words of its own answer, are read back.
 """
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from typing import Sequence
 
+from ..errors import AgentError
 from ..text import aligned_evidence
 from ..types import Chunk, ClaimLabel
 from . import judge_prompt
@@ -69,3 +72,33 @@ class JudgeVerifier:
         scores = tuple(self._p_yes(judge_prompt.reading(question, passages, c)) for c in candidates)
         answer = self.model.generate(judge_prompt.own_answer(question, passages), OWN_ANSWER_TOKENS) if own_answer else ""
         return scores, answer
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """What a judge says of one question's candidates (as the protocol's ReadReply says it)."""
+    scores: tuple[float, ...]
+    answer: str = ""
+    reason: str = ""
+
+
+class LocalJudge:
+    """A judge in this process, asked as the engine asks a judge agent (POST /read, POST /validate): for the
+    evaluations, which decide questions without a fleet. The product asks the ver-judge agent instead."""
+
+    def __init__(self, judge: JudgeVerifier) -> None:
+        self.inner, self.name = judge, judge.name
+
+    async def read(self, question: str, passages: Sequence[Chunk], candidates: Sequence[str], trace_id: str = "", *,
+                   own_answer: bool = False) -> JudgeReply:
+        try:
+            scores, answer = await asyncio.to_thread(self.inner.read_sync, question, passages, candidates, own_answer)
+        except JudgeModelFailed as exc:          # a failed reading, as an agent's failed call reads
+            raise AgentError(self.name, str(exc)) from None
+        return JudgeReply(scores, answer)
+
+    async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
+        try:
+            return await asyncio.to_thread(self.inner.judge_sync, claim, evidence)
+        except JudgeModelFailed as exc:
+            raise AgentError(self.name, str(exc)) from None
