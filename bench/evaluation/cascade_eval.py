@@ -38,6 +38,7 @@ from typing import Callable, Sequence
 from engine.cascade.monitor import CascadeMonitor
 from engine.cascade.monitors import Monitors
 from engine.settings.cascade import CascadeSettings
+from engine.settings.judge import JudgeSettings
 from engine.cascade.trigger import trigger
 from engine.cascade.types import StageScore
 from engine.types import CascadeType
@@ -133,12 +134,14 @@ def answered_share(question: str, claims, titles: dict[str, str]) -> float:
 
 def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSettings, *,
             progress: Progress | None = None, seed: int = 0, variant: str = "standard",
-            retriever_embedder=None, index: bool = True) -> Collected:
+            retriever_embedder=None, index: bool = True, judge=None,
+            judge_settings: JudgeSettings = JudgeSettings()) -> Collected:
     """retriever_embedder: the dense retriever's (default: `embedder`). In the product the retrievers are
     other processes with their own models, so the CLI gives them their own and the monitors a cold one.
     index: embed each record's passages and their sentences into `embedder` before its first run, untimed,
-    as the product indexes its corpus before any question."""
-    monitors = Monitors(embedder, settings)
+    as the product indexes its corpus before any question. judge: SFV's reader of conclusions that are not the
+    engine's own (engine.cascade.monitors.JudgeRead); None: the word checks alone."""
+    monitors = Monitors(embedder, settings, judge=judge, judge_settings=judge_settings)
     baseline = EvidenceVerifier(embedder, name="output-level")
     out = Collected()
     for n, record in enumerate(records, 1):

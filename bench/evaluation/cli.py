@@ -158,6 +158,9 @@ def _add_cascade_parser(commands) -> None:
                           "paraphrased near-copy, a wrong entity from the stage's own passages in new wording, "
                           "inflation of 0.1); independent: a faulty reasoner that quotes another sentence of its "
                           "own passages naming a different entity, with the confidence its own text earns")
+    cas.add_argument("--judge", action="store_true",
+                     help="SFV also asks the shipped judge (Qwen 1.5B, in process) about a reasoning stage's "
+                          "conclusion that is not the engine's own, beside the engine's own")
     cas.add_argument("--json", type=Path, help="write the summary here, with .md and .svg beside it")
     cas.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     cas.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
@@ -601,6 +604,22 @@ def _reputation(args) -> int:
     return ExitCode.OK
 
 
+def _cascade_judge():
+    """The shipped judge in process, as the monitors' worker thread asks it (None: it could not read)."""
+    from engine.engine import default_cache_dir
+    from engine.verify.judge import JudgeVerifier
+    from engine.verify.judge_model import judge_model_path
+    from engine.verify.judge_runtime import JudgeModelFailed, LocalJudgeModel
+    judge = JudgeVerifier(LocalJudgeModel(judge_model_path(default_cache_dir())), name="ver-judge")
+
+    def read(question, passages, candidates):
+        try:
+            return judge.read_sync(question, passages, candidates)[0]
+        except JudgeModelFailed:
+            return None
+    return read
+
+
 def _cascade(args) -> int:
     from engine.config import load_settings
     from engine.engine import default_cache_dir
@@ -630,6 +649,7 @@ def _cascade(args) -> int:
     try:
         collected = collect(records, embedder, settings.cascade, seed=args.seed, variant=args.variant,
                             retriever_embedder=retriever_embedder,
+                            judge=_cascade_judge() if args.judge else None, judge_settings=settings.judge,
                             progress=lambda n, total, rid: progress(f"cascade: {n}/{total} records ({rid})",
                                                                     done=n == total))
         progress("cascade: the clean runs again on an empty cache, nothing indexed")

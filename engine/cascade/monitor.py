@@ -36,7 +36,8 @@ class CascadeMonitor:
         sfv = self.monitors.sfv(trajectory, result, said) if self.use[0] or self.use[2] else None
         csct = self.monitors.csct(trajectory, result, said) if self.use[1] else None
         support = sfv.support if sfv else 1.0
-        cpm = self.monitors.cpm(trajectory, result, said, support) if self.use[2] else None
+        answers = sfv.answers if sfv else 1.0
+        cpm = self.monitors.cpm(trajectory, result, said, support, answers) if self.use[2] else None
         # SFV may run only for CPM's support figure; switched off, it neither scores nor blames.
         used = (sfv if self.use[0] else None, csct, cpm)
         a = tuple(r.score if r is not None else 0.0 for r in used)

@@ -12,17 +12,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..stages.model import StageKind, StageResult, Trajectory
 from ..stages.reasoning import conclude
 from ..text import content_words, overlap, shorten
-from ..types import Claim, ClaimLabel
+from ..types import Chunk, Claim, ClaimLabel
 from ..verify.alignment import conflicts, mid_sentence_capitals
 from ..verify.verifier import EvidenceVerifier, _word_order_similarity
 from ..settings.cascade import CascadeSettings
+from ..settings.judge import JudgeSettings
 from .statements import Statement, all_sentences, facts, hedges, source_sentence
 
 QUOTE = 90                 # characters of a statement quoted in a reason
@@ -41,13 +42,25 @@ class Reading:
     reasons: tuple[str, ...] = ()
     suspects: tuple[str, ...] = ()      # passage ids blamed
     support: float = 1.0                # SFV: weighted share of statements the pool supports
+    answers: float = 1.0                # SFV: how far the judge reads the conclusion as its sub-question's answer
+
+
+# A judge asked from the monitors' worker thread: P(yes) for each candidate as the answer the passages give to
+# the question, or None when it could not read (engine.verify.judge.JudgeVerifier.read_sync's first half).
+JudgeRead = Callable[[str, Sequence[Chunk], Sequence[str]], Sequence[float] | None]
 
 
 class Monitors:
-    def __init__(self, embedder, settings: CascadeSettings, *, coverage: float = 0.8, alignment: float = 0.55) -> None:
+    """judge: reads a reasoning stage's conclusion that is not the engine's own reader's (a reasoner agent's,
+    or a faulty one) against its sub-question and passages, beside the engine's own conclusion read the same way
+    ([judge] answers_at and margin, as for answers); None: the word checks alone."""
+
+    def __init__(self, embedder, settings: CascadeSettings, *, coverage: float = 0.8, alignment: float = 0.55,
+                 judge: JudgeRead | None = None, judge_settings: JudgeSettings = JudgeSettings()) -> None:
         self.embedder = embedder
         self.settings = settings
         self.verifier = EvidenceVerifier(embedder, coverage=coverage, alignment=alignment, name="charm-sfv")
+        self.judge, self.judge_settings = judge, judge_settings
 
     # --- SFV -------------------------------------------------------------------------------
     def sfv(self, trajectory: Trajectory, result: StageResult, said: Sequence[Statement]) -> Reading:
@@ -76,7 +89,46 @@ class Monitors:
             worst = max(worst, score * st.weight)
             unsupported += score * st.weight
         support = 1.0 - unsupported / sum(st.weight for st in said)
-        return Reading(round(worst, 3), tuple(reasons), tuple(dict.fromkeys(suspects)), round(support, 3))
+        answers, why, blamed = self._judged(trajectory, result, said)
+        if why:
+            worst = max(worst, 1.0)
+            reasons.append(why)
+            suspects += blamed
+        return Reading(round(worst, 3), tuple(reasons), tuple(dict.fromkeys(suspects)), round(support, 3),
+                       answers=round(answers, 3))
+
+    def _judged(self, trajectory: Trajectory, result: StageResult, said: Sequence[Statement]) -> tuple[float, str, list]:
+        """(how far the conclusion answers its sub-question by the judge's reading, 0..1; why it does not, or "";
+        the passages blamed). The cheap check first: a conclusion that is the engine's own reader's is not asked."""
+        if self.judge is None or result.kind is not StageKind.REASON or not said:
+            return 1.0, "", []
+        query = result.inputs[-1] if result.inputs else trajectory.question
+        evidence = list(result.evidence) or list(trajectory.pool)
+        own = conclude(query, evidence, trajectory.question).claim
+        stated = [st for st in said if own is None or st.text != own.text]
+        if not stated:
+            return 1.0, "", []
+        passages = list({c.id: c for c in [*(st.chunk for st in stated if st.chunk is not None),
+                                            *(c for c in evidence if own is not None and c.id in own.citations)]}.values())
+        candidates = [st.text for st in stated] + ([own.text] if own is not None else [])
+        scores = self.judge(query, passages, candidates)
+        if not scores:
+            return 1.0, "", []
+        reference = scores[-1] if own is not None else None
+        settings, worst, why, blamed = self.judge_settings, 1.0, "", []
+        for st, p in zip(stated, scores):
+            below = p < settings.answers_at or (reference is not None and p < reference - settings.margin)
+            if not below:
+                continue
+            share = p / reference if reference else p
+            if share < worst:
+                worst = share
+                beside = f"; the engine's own conclusion reads {reference:.2f}" if reference is not None else ""
+                why = (f"SFV: the judge reads \"{shorten(st.text, QUOTE)}\" as not the answer its passages give to "
+                       f"\"{shorten(query, QUOTE)}\" (P = {p:.2f}{beside})")
+            if st.chunk is not None:
+                blamed.append(st.chunk.id)
+        return max(0.0, min(1.0, worst)), why, blamed
 
     # --- CSCT ------------------------------------------------------------------------------
     def csct(self, trajectory: Trajectory, result: StageResult, said: Sequence[Statement]) -> Reading:
@@ -170,10 +222,13 @@ class Monitors:
         return np.asarray(self.embedder.embed_passages(texts))
 
     # --- CPM -------------------------------------------------------------------------------
-    def cpm(self, trajectory: Trajectory, result: StageResult, said: Sequence[Statement], support: float) -> Reading:
+    def cpm(self, trajectory: Trajectory, result: StageResult, said: Sequence[Statement], support: float,
+            answers: float = 1.0) -> Reading:
+        """answers: SFV's judge reading of the conclusion as its sub-question's answer (1.0 when not read): a
+        conclusion read as no answer justifies no more confidence than that share."""
         if result.kind is StageKind.FORMULATE:
             return Reading(0.0)
-        calibrated = self.calibrated(trajectory, result, said)
+        calibrated = round(self.calibrated(trajectory, result, said) * answers, 3)
         margin = self.settings.confidence_margin
         excess = result.confidence - calibrated
         reasons, score = [], 0.0

@@ -241,6 +241,29 @@ def test_a_paraphrase_a_judge_read_as_entailed_by_its_pooled_passage_is_no_unsup
     assert scores(monitors, t.with_stage(elsewhere))[0].score > 0       # a passage the pool does not hold: no pass
 
 
+def test_a_conclusion_that_is_not_the_engines_own_is_read_by_the_judge_beside_it():
+    """A verbatim true sentence that names another entity (the independent faulty reasoner): the words pass it,
+    the judge reads it against the sub-question beside the engine's own conclusion."""
+    asked = []
+
+    def judge(question, passages, candidates):
+        asked.append((question, [p.id for p in passages], list(candidates)))
+        return [0.9 if "1966" in c else 0.3 for c in candidates]
+    judged = Monitors(HashEmbedder(), S, judge=judge)
+    t = honest_upstream()
+    other = reason(OTHER.text, "p-other", (HONEST, OTHER), 0.6)
+    sfv, _, cpm = scores(judged, t.with_stage(other))
+    assert sfv.score == 1.0 and sfv.answers == pytest.approx(0.3 / 0.9, abs=1e-3) and "p-other" in sfv.suspects
+    assert any("not the answer its passages give" in r and "own conclusion reads 0.90" in r for r in sfv.reasons)
+    assert asked == [(ASKED, ["p-other", "p-honest"], [OTHER.text, HONEST.text])]
+    assert cpm.score >= S.cpm_gate and trigger(sfv.score, 0.0, cpm.score, REASON, S).fired
+    asked.clear()
+    own = scores(judged, t.with_stage(reason(HONEST.text, "p-honest", (HONEST, OTHER), 0.6)))
+    assert own[0].score == 0.0 and asked == []                  # the engine's own conclusion: nothing to ask
+    unread = Monitors(HashEmbedder(), S, judge=lambda *a: None)
+    assert scores(unread, t.with_stage(other))[0].score == 0.0   # no reading: the word checks alone
+
+
 def test_cpm_catches_a_conclusion_surer_than_its_upstream(monitors):
     t = honest_upstream()                                   # retrieve confidence 0.6
     *_, inflated = scores(monitors, t.with_stage(reason(HONEST.text, "p-honest", (HONEST, OTHER), 0.95)))
