@@ -55,6 +55,9 @@ def print_answer(answer) -> None:
     print(f"Verdict  : {answer.verdict.value} ({quoted(answer.reason)})")
     print(f"Tier     : {quoted(answer.tier_reason or answer.tier.value)}")
     print(f"Answer   : {quoted(answer.answer) or '-'}")
+    meaning = meaning_line(answer.judge)
+    if meaning:
+        print(f"Meaning  : {meaning}")
     for citation in answer.citations:
         print(f"  cites [{quoted(citation.chunk_id)}] {quoted(citation.source)}: {quoted(citation.text[:100])}...")
     if not answer.answer and answer.candidates:
@@ -82,6 +85,21 @@ def review_json(item) -> dict | None:
     return {"id": item.id, "status": item.status.value, "why": item.why}
 
 
+TURN_ON = ("turn the judge on: enabled = true on ver-judge in config/fleet.toml, or a verifier of kind openai-chat "
+           "(docs/agents.md, \"The LLM judge\")")
+
+
+def meaning_line(note) -> str:
+    """What the judges did, for the terminal: "" when the cheap checks decided alone."""
+    from engine import MeaningStatus
+    if note.status is MeaningStatus.NOT_READ:
+        how = f"; {TURN_ON}" if "no judge is in the fleet" in note.detail else ""
+        return f"NOT READ ({quoted(note.why)}): {quoted(note.detail)}{how}"
+    if note.status is MeaningStatus.READ:
+        return f"read by judges ({quoted(note.why)}): {quoted(note.detail)}"
+    return ""
+
+
 def answer_json(answer) -> dict:
     from engine import to_jsonable
     return {
@@ -92,6 +110,8 @@ def answer_json(answer) -> dict:
         "verdict": answer.verdict.value,
         "reason": answer.reason,
         "answer": answer.answer,
+        "meaning": {"status": answer.judge.status.value, "why": answer.judge.why, "detail": answer.judge.detail,
+                    "readers": list(answer.judge.readers)},
         "citations": [to_jsonable(c) for c in answer.citations],
         "agents": [{"id": a.agent_id, "role": a.role.value, "status": a.status.value, "latency_ms": a.latency_ms,
                     "error": a.error, "mode": a.mode} for a in answer.agents],

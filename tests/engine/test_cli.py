@@ -27,6 +27,7 @@ def test_ask_json_then_audit_verify_then_tamper(small_fleet_file, db_path, cache
     assert data["citations"] and set(data["citations"][0]) >= {"chunk_id", "source", "text"}
     assert {a["id"] for a in data["agents"]} == {"ret-e5", "ret-bm25", "ret-rogue", "gen-a", "gen-b", "gen-liar"}
     assert all(set(a) >= {"id", "role", "status", "latency_ms"} for a in data["agents"])
+    assert data["meaning"]["status"] in ("not needed", "read", "not read")
 
     verified = run("audit", "verify", db=db_path, cache=cache_dir)
     assert verified.returncode == 0 and "audit chain intact" in verified.stdout
@@ -46,6 +47,17 @@ def test_human_readable_ask_says_how_many_agents_took_part(small_fleet_file, db_
     assert out.returncode == 0, out.stderr
     assert "Olympus Mons" in out.stdout
     assert "3 retrievers and 3 generators answered" in out.stdout
+
+
+def test_ask_says_plainly_when_meaning_was_not_read_and_how_to_turn_the_judge_on():
+    from engine.cli.ask import meaning_line
+    from engine.types import JudgeNote, MeaningStatus
+    absent = meaning_line(JudgeNote(MeaningStatus.NOT_READ, "a lone answer", "no judge is in the fleet (...)"))
+    assert absent.startswith("NOT READ") and "enabled = true on ver-judge" in absent
+    late = meaning_line(JudgeNote(MeaningStatus.NOT_READ, "a dispute", "ver-judge: no reply in time"))
+    assert "no reply in time" in late and "enabled = true" not in late
+    assert meaning_line(JudgeNote(MeaningStatus.READ, "a lone answer", "read by ver-judge")).startswith("read by")
+    assert meaning_line(JudgeNote()) == ""
 
 
 def test_broken_fleet_file_exits_2_naming_file_and_key(tmp_path, db_path, cache_dir):
