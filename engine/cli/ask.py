@@ -92,6 +92,7 @@ TURN_ON = ("turn the judge on: enabled = true on ver-judge in config/fleet.toml,
 def meaning_line(note) -> str:
     """What the judges did, for the terminal: "" when the cheap checks decided alone."""
     from engine import MeaningStatus
+    from engine.untrusted import quoted
     if note.status is MeaningStatus.NOT_READ:
         how = f"; {TURN_ON}" if "no judge is in the fleet" in note.detail else ""
         return f"NOT READ ({quoted(note.why)}): {quoted(note.detail)}{how}"
