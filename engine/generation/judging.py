@@ -62,8 +62,11 @@ def dispute(decision: Decision, settings: GenerationSettings) -> str:
     return ""
 
 
-def why_read(decision: Decision, tier: RiskTier, settings: GenerationSettings, judge: JudgeSettings) -> str:
-    """Why this question's answers must be read by a judge, for people; "" when the cheap checks decide."""
+def why_read(decision: Decision, tier: RiskTier, settings: GenerationSettings, judge: JudgeSettings,
+             reference: str = "") -> str:
+    """Why this question's answers must be read by a judge, for people; "" when the cheap checks decide.
+    reference: the engine's own reader's answer from the same context; a lone answer that is that very text has a
+    second witness, and is not read on the medium tier."""
     if not decision.candidates:
         return ""
     if tier is RiskTier.HIGH:
@@ -74,6 +77,8 @@ def why_read(decision: Decision, tier: RiskTier, settings: GenerationSettings, j
         return why
     chosen = decision.chosen
     if decision.verdict is Verdict.ANSWERED and chosen is not None and not chosen.agreeing:
+        if reference.strip() and chosen.generation.answer.strip() == reference.strip():
+            return ""
         return f"a lone answer: no other generator's answer agrees with {chosen.agent_id}'s"
     return ""
 
@@ -177,7 +182,7 @@ async def adjudicate_judged(question: str, generations: Mapping[str, Generation]
     reader = ClaimReader(verifier, judges.claims) if reads_claims else None
     once = JudgedOnce(reader or verifier)
     first = await adjudicate(question, generations, context, settings, once, trace_id=trace_id, **options)
-    why = why_read(first, tier, settings, judge_settings)
+    why = why_read(first, tier, settings, judge_settings, judges.reference)
     claims_note = _claims_note(reader)
     if not why:
         return _noted(first, claims_note) if claims_note else first
