@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.fleet_variant import holds_gold, judges_checked, variant_fleet, with_keys  # noqa: E402
 from engine import Engine, MeaningStatus, RiskTier, Verdict, load_fleet, load_settings  # noqa: E402
 
 BUILT_IN_GENERATORS = ("gen-alpha", "gen-beta", "gen-gamma")
@@ -50,32 +50,15 @@ def _start_liar(lie: str, agent_id: str, workdir: Path, log: Path) -> tuple[subp
 
 
 def fleet_with(liars: dict[str, int], keep_honest: bool, judge: bool, workdir: Path) -> Path:
-    """A copy of config/fleet.toml in workdir: the built-in generators off (gen-alpha kept for 2v1 and honest), the
-    judge on or off, and one external agent per liar at its port. Relative paths reach the project's through
-    links beside it."""
-    folder = workdir / "config"
-    folder.mkdir(parents=True)
-    (folder / "permissions.toml").symlink_to(ROOT / "config" / "permissions.toml")
-    (workdir / "resources").symlink_to(ROOT / "resources")
-    head, *blocks = (ROOT / "config" / "fleet.toml").read_text().split("[[agents]]")
-    out = [head]
-    for block in blocks:
-        agent_id = re.search(r'^id = "([^"]+)"', block, re.M).group(1)
+    """config/fleet.toml in workdir: the built-in generators off (gen-alpha kept for 2v1 and honest), the judge on
+    or off, and one external agent per liar at its port."""
+    def edit(agent_id: str, block: str) -> str:
         off = (agent_id in BUILT_IN_GENERATORS and not (keep_honest and agent_id == HONEST)) or \
             (agent_id == JUDGE and not judge)
-        if off:
-            block = re.sub(r"^enabled = .*\n", "", block, flags=re.M).replace("\n", "\nenabled = false\n", 1)
-        out.append(block)
-    for agent_id, port in liars.items():
-        out.append(f'\nid = "{agent_id}"\nrole = "generator"\nkind = "quorum-http"\nurl = "http://127.0.0.1:{port}"\n'
-                   f'trust = "EXTERNAL"\npermissions = ["generate"]\ntimeout_s = 10\n')
-    path = folder / "fleet.toml"
-    path.write_text("[[agents]]".join(out))
-    return path
-
-
-def _holds_gold(text: str, gold: list[str]) -> bool:
-    return any(g.lower() in text.lower() for g in gold)
+        return with_keys(block, enabled="false") if off else block
+    return variant_fleet(workdir, edit, [f'\nid = "{agent_id}"\nrole = "generator"\nkind = "quorum-http"\n'
+                                         f'url = "http://127.0.0.1:{port}"\ntrust = "EXTERNAL"\n'
+                                         f'permissions = ["generate"]\ntimeout_s = 10\n' for agent_id, port in liars.items()])
 
 
 def _lies(log: Path) -> dict[tuple[str, str], dict]:
@@ -104,7 +87,7 @@ async def run(args) -> dict:
         rows = []
         async with engine:
             if not args.no_judge:
-                await _judge_ready(engine, args.judge_wait_s)
+                await judges_checked(engine, args.judge_wait_s)
             for number, q in enumerate(questions, start=1):
                 started = time.perf_counter()
                 answer = await engine.questions.ask(q["question"], RiskTier(args.tier))
@@ -116,12 +99,12 @@ async def run(args) -> dict:
                 # A true sentence that happens to hold the answer answers: only a changed sentence is false whatever
                 # it holds (a role swap of "Olympus Mons on Mars" still names Olympus Mons).
                 lie_given = given and answer.answer.strip() in lie_texts and (
-                    args.lie in ("role-swap", "splice") or not _holds_gold(answer.answer, q["answers"]))
+                    args.lie in ("role-swap", "splice") or not holds_gold(answer.answer, q["answers"]))
                 states = {a.spec.id: a.trust_state for a in engine.fleet.agents()
                           if a.spec.id in names or (a.spec.id == HONEST and args.mode != "alone")}
                 row = {"n": number, "id": q["id"], "verdict": answer.verdict.value, "answer": answer.answer,
                        "lied": sorted(lied), "lie_given": lie_given,
-                       "right": given and not lie_given and _holds_gold(answer.answer, q["answers"]),
+                       "right": given and not lie_given and holds_gold(answer.answer, q["answers"]),
                        "judge": answer.judge.status.value, "judge_why": answer.judge.why,
                        "judge_detail": answer.judge.detail, "states": states, "s": seconds,
                        "p_yes": {c.agent_id: c.relevance for c in answer.candidates if c.relevance is not None},
@@ -135,17 +118,6 @@ async def run(args) -> dict:
         for process in processes:
             process.terminate()
     return {"summary": summarise(rows, names, args), "rows": rows}
-
-
-async def _judge_ready(engine: Engine, wait_s: float) -> None:
-    """Waits until the judge has read its canaries (or wait_s passed): the first questions would otherwise be
-    decided without it, which is the product's behaviour at start but not what this evaluation measures."""
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        judge = next((a for a in engine.fleet.agents() if a.spec.id == JUDGE), None)
-        if judge is None or judge.canaries is not None and judge.canaries.value != "pending":
-            return
-        await asyncio.sleep(0.5)
 
 
 def summarise(rows: list[dict], liars: list[str], args) -> dict:

@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.fleet_variant import holds_gold, judges_checked, variant_fleet, with_keys  # noqa: E402
 from engine import Engine, RiskTier, Verdict, default_cache_dir, load_fleet, load_settings  # noqa: E402
 
 BUILT_IN_GENERATORS = ("gen-alpha", "gen-beta", "gen-gamma")
@@ -46,32 +47,21 @@ def start_server(context_tokens: int = 8192):
 
 
 def fleet_with(url: str, deadline_s: float, workdir: Path) -> tuple[Path, Path]:
-    folder = workdir / "config"
-    folder.mkdir(parents=True)
-    (folder / "permissions.toml").symlink_to(ROOT / "config" / "permissions.toml")
-    (workdir / "resources").symlink_to(ROOT / "resources")
-    head, *blocks = (ROOT / "config" / "fleet.toml").read_text().split("[[agents]]")
-    out = [head]
-    for block in blocks:
-        agent_id = re.search(r'^id = "([^"]+)"', block, re.M).group(1)
+    """The fleet with the built-in generators off and gen-llm on at the server's url; the settings with the medium
+    and high tiers' deadline at deadline_s."""
+    def edit(agent_id: str, block: str) -> str:
         if agent_id in BUILT_IN_GENERATORS:
-            block = re.sub(r"^enabled = .*\n", "", block, flags=re.M).replace("\n", "\nenabled = false\n", 1)
+            return with_keys(block, enabled="false")
         if agent_id == LLM:
-            block = re.sub(r'^(url|model|dialect|enabled|timeout_s) = .*\n', "", block, flags=re.M)
-            block = block.replace("\n", f'\nurl = "{url}"\nmodel = "qwen2.5-coder-1.5b"\ndialect = "json-schema"\n'
-                                        f'timeout_s = {deadline_s}\n', 1)
-        out.append(block)
-    fleet = folder / "fleet.toml"
-    fleet.write_text("[[agents]]".join(out))
+            return with_keys(block, url=f'"{url}"', model='"qwen2.5-coder-1.5b"', dialect='"json-schema"',
+                             enabled="true", timeout_s=str(deadline_s))
+        return block
+    fleet = variant_fleet(workdir, edit)
     settings = (ROOT / "config" / "engine.toml").read_text()
     settings = re.sub(r"(\[tiers\.(medium|high)\][^\[]*?deadline_s = )\d+", rf"\g<1>{int(deadline_s)}", settings)
-    path = folder / "engine.toml"
+    path = fleet.parent / "engine.toml"
     path.write_text(settings)
     return fleet, path
-
-
-def _holds_gold(text: str, gold: list[str]) -> bool:
-    return any(g.lower() in text.lower() for g in gold)
 
 
 async def run(args) -> dict:
@@ -84,7 +74,7 @@ async def run(args) -> dict:
                     cache_dir=args.cache_dir or workdir / "cache")
     rows = []
     async with engine:
-        await _judge_ready(engine, 180)
+        await judges_checked(engine, 180)
         for q in questions:
             started = time.perf_counter()
             answer = await engine.questions.ask(q["question"], RiskTier(args.tier))
@@ -95,8 +85,8 @@ async def run(args) -> dict:
             state = next(a for a in engine.fleet.agents() if a.spec.id == LLM)
             row = {"id": q["id"], "question": q["question"], "llm_answer": own,
                    "llm_status": call.status.value if call else "not asked",
-                   "llm_right": _holds_gold(own, q["answers"]), "given": given, "answer": answer.answer,
-                   "given_wrong": given and not _holds_gold(answer.answer, q["answers"]),
+                   "llm_right": holds_gold(own, q["answers"]), "given": given, "answer": answer.answer,
+                   "given_wrong": given and not holds_gold(answer.answer, q["answers"]),
                    "cascade_fired": bool(answer.cascade and answer.cascade.fired),
                    "cascade": answer.cascade.reason if answer.cascade and answer.cascade.fired else "",
                    "judge": answer.judge.status.value, "reason": answer.reason,
@@ -123,15 +113,6 @@ async def run(args) -> dict:
                "state_at_end": rows[-1]["state"] if rows else None, "score_at_end": rows[-1]["score"] if rows else None,
                "p50_s": sorted(r["s"] for r in rows)[len(rows) // 2] if rows else None}
     return {"summary": summary, "rows": rows}
-
-
-async def _judge_ready(engine: Engine, wait_s: float) -> None:
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        judge = next((a for a in engine.fleet.agents() if a.spec.judge and a.spec.enabled), None)
-        if judge is None or judge.canaries is not None and judge.canaries.value != "pending":
-            return
-        await asyncio.sleep(0.5)
 
 
 def main() -> int:

@@ -459,3 +459,41 @@ async def run_check(url: str, role: Role, timeout_s: float = DEFAULT_TIMEOUT_S,
             if on_result is not None:
                 on_result(result)
     return Report(url, role, str(probe.learnt.get("agent_id", "")), tuple(results))
+
+
+async def run_judge_check(url: str, model: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                          transport: httpx.AsyncBaseTransport | None = None,
+                          on_result: Callable[[CaseResult], None] | None = None) -> Report:
+    """An OpenAI-compatible server as a judge (a verifier of kind openai-chat): it speaks no Quorum protocol, so its
+    cases are the judge's own: it gives the log-probabilities of Yes and No for its first token, and it reads the
+    canaries (engine.generation.canaries) right."""
+    from ..config import LimitSettings
+    from ..errors import AgentError
+    from ..generation.canaries import CANARIES, run_canaries
+    from ..settings.judge import JudgeSettings
+    from ..types import AgentKind, AgentSpec
+    from .client import AgentClient
+    from .remote import RemoteJudge, RemoteVerifier
+    spec = AgentSpec(id="judge-under-check", role=Role.VERIFIER, kind=AgentKind.OPENAI_CHAT, url=url.rstrip("/"),
+                     model=model, timeout_s=timeout_s)
+    client = AgentClient(LimitSettings(), transport=transport)
+    judge, verifier = RemoteJudge(client, spec, spec.url), RemoteVerifier(client, spec, spec.url)
+    results = []
+
+    def done(result: CaseResult) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    canary = CANARIES[0]
+    started = time.perf_counter()
+    try:
+        reply = await judge.read(canary.question, canary.passages, (canary.answer,), TRACE_ID)
+        done(CaseResult("judge.logprobs", "its first token's log-probabilities give P(yes)", True,
+                        f"P(yes) = {reply.scores[0]:.2f} for a known answer", (time.perf_counter() - started) * 1000))
+    except AgentError as exc:
+        done(CaseResult("judge.logprobs", "its first token's log-probabilities give P(yes)", False, exc.reason))
+    checked = await run_canaries(judge, verifier, JudgeSettings())
+    done(CaseResult("judge.canaries", "it reads the known pairs right (as the engine asks at start)", checked.passed,
+                    checked.detail, checked.seconds * 1000))
+    await client.aclose()
+    return Report(spec.url, Role.VERIFIER, model, tuple(results))

@@ -58,6 +58,9 @@ def _add_protocol_parsers(actions) -> None:
     check.add_argument("--agent-id", default="", help="the id a keyed agent signs as (default: the id its /health "
                                                       "gives)")
     check.add_argument("--ca-file", type=Path, help="https: the CA bundle its certificate is checked against")
+    check.add_argument("--judge-model", metavar="MODEL",
+                       help="check an OpenAI-compatible server as a judge (a verifier of kind openai-chat serving "
+                            "MODEL): log-probabilities and the canaries, not the Quorum protocol")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -195,11 +198,26 @@ def run_check(args: argparse.Namespace) -> int:
             return ExitCode.BAD_INPUT
     as_json = getattr(args, "json", False)
     role = Role(args.role)
+    if args.judge_model:
+        if role is not Role.VERIFIER:
+            print("error: --judge-model checks a judge: give --role verifier", file=sys.stderr)
+            return ExitCode.BAD_INPUT
+        from engine.agents.conformance import run_judge_check
+        if not as_json:
+            print(f"Checking {args.url} as a judge serving {quoted(args.judge_model)} (each reply within "
+                  f"{args.timeout:g} s)")
+        report = asyncio.run(run_judge_check(args.url, args.judge_model, args.timeout,
+                                             on_result=None if as_json else _print_case))
+        return _report(report, as_json)
     if not as_json:
         print(f"Checking {args.url} as a {role.value} (each reply within {args.timeout:g} s"
               + (", signed requests" if signing else "") + ")")
     report = asyncio.run(check(args.url, role, args.timeout, on_result=None if as_json else _print_case,
                                signing=signing, verify=verify))
+    return _report(report, as_json)
+
+
+def _report(report, as_json: bool) -> int:
     if as_json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -6,6 +6,7 @@ import socket
 import sys
 import textwrap
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -274,3 +275,36 @@ async def test_an_optional_read_route_is_checked_when_it_is_served(scores, passe
         await stop()
     assert cases["read.optional"].passed is passed and cases["read.optional"].detail.startswith(detail)
     assert cases["validate.good"].passed
+
+
+def openai_judge(reads_right: bool, logprobs: bool = True):
+    """An OpenAI-compatible server at the transport: P(yes) high for a canary's answer (or for everything else)."""
+    from engine.generation.canaries import CANARIES, CLAIM_CANARIES
+    answers = {c.answer for c in CANARIES}
+    supported = {c.claim for c in CLAIM_CANARIES if c.supported}
+
+    def handler(request):
+        body = json.loads(request.content)
+        last = body["messages"][-1]["content"]
+        if not logprobs:
+            return httpx.Response(200, json={"choices": [{"message": {"content": "Yes"}}]})
+        if "Hypothesis: " in last:
+            right = any(f"Hypothesis: {c}" in last for c in supported)
+        else:
+            right = any(last.endswith(f"Candidate answer: {a}") for a in answers)
+        yes = -0.1 if right == reads_right else -3.0
+        top = [{"token": "Yes", "logprob": yes}, {"token": "No", "logprob": -1.2}]
+        return httpx.Response(200, json={"choices": [{"logprobs": {"content": [{"top_logprobs": top}]}}]})
+    return httpx.MockTransport(handler)
+
+
+@pytest.mark.parametrize("reads_right, logprobs, passed", [(True, True, (True, True)), (False, True, (True, False)),
+                                                           (True, False, (False, False))])
+async def test_an_openai_compatible_judge_is_checked_by_its_log_probabilities_and_its_canaries(reads_right, logprobs,
+                                                                                                passed):
+    from engine.agents.conformance import run_judge_check
+    report = await run_judge_check("http://judge", "qwen", 5, transport=openai_judge(reads_right, logprobs))
+    assert tuple(r.passed for r in report.results) == passed
+    assert [r.name for r in report.results] == ["judge.logprobs", "judge.canaries"] and report.agent_id == "qwen"
+    if not logprobs:
+        assert "log-probabilities" in report.results[0].detail

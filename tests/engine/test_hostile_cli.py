@@ -273,7 +273,7 @@ def test_the_jsonl_export_is_ascii_json_with_the_hostile_strings_exactly(hostile
 # --- the text formatters, every field hostile (in process) ---------------------------------------------------------
 def test_every_field_of_a_human_readable_answer_is_quoted(capsys):
     """`ask` as printed when every text an agent or document wrote carries a line break and escapes."""
-    from engine import CallStatus, RiskTier, Role, Verdict
+    from engine import CallStatus, JudgeNote, MeaningStatus, RiskTier, Role, Verdict
     bad = hostile_text()
     agent = types.SimpleNamespace(agent_id="gen-x", role=Role.GENERATOR, status=CallStatus.MALFORMED, latency_ms=3.0,
                                   mode=bad, error=bad)
@@ -282,12 +282,13 @@ def test_every_field_of_a_human_readable_answer_is_quoted(capsys):
     answer = types.SimpleNamespace(
         question=bad, verdict=Verdict.ABSTAINED, reason=bad, tier_reason=bad, tier=RiskTier.LOW, answer="",
         citations=(types.SimpleNamespace(chunk_id=bad, source=bad, text=bad),), candidates=(candidate,),
-        agents=(agent,), agents_ok=lambda role: 1, trace_id="t" * 32)
+        agents=(agent,), agents_ok=lambda role: 1, trace_id="t" * 32,
+        judge=JudgeNote(MeaningStatus.NOT_READ, bad, bad))
     from engine.cli.ask import print_answer
     print_answer(answer)
     out = capsys.readouterr().out
-    assert len(out.splitlines()) == 10 and [ch for ch in ACTING if ch in out] == []
-    assert out.count("\\x1b[2J") == 8 and not any(line.startswith(FORGED_START) for line in out.splitlines())
+    assert len(out.splitlines()) == 11 and [ch for ch in ACTING if ch in out] == []
+    assert out.count("\\x1b[2J") == 10 and not any(line.startswith(FORGED_START) for line in out.splitlines())
 
 
 def test_the_trust_trace_and_audit_tables_keep_one_row_a_line(capsys):
