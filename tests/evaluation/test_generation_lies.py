@@ -186,6 +186,6 @@ def test_a_rewrite_that_is_no_lie_or_no_rewrite_is_skipped_with_the_reason():
     for reply, reason in cases.items():
         skip = llm_rewrite(wrong, GOLD, ScriptedRewriter(reply))
         assert isinstance(skip, Skip) and skip.kind is LieKind.LLM_REWRITE and reason in skip.reason, reply
-    assert "make judge" in llm_rewrite(wrong, GOLD, None).reason
+    assert "make llm" in llm_rewrite(wrong, GOLD, None).reason
     no_lie = Skip(LieKind.WRONG_RELEVANT, "no context sentence states the gold answer")
     assert llm_rewrite(no_lie, GOLD, ScriptedRewriter("x")).reason == no_lie.reason
