@@ -4,9 +4,10 @@ passages they come from (DESIGN.md §8; docs/defences.md "Judges").
 The cheap checks come first (words, embeddings, agreement between generators). A judge is asked
 (why_read):
 - on the high tier, about every answer;
-- on the medium tier ([judge] medium), about a lone answer (no other generator's answer agrees with it),
-  about a dispute (two supported answers that differ), and about each claim whose words are not all in its
-  evidence (ClaimReader: an honest paraphrase is read for entailment instead of refused);
+- on the medium tier ([judge] medium), about a lone answer (no other generator's answer agrees with it, and
+  it is not the engine's own reader's answer), about a dispute (two supported answers that differ), and about
+  each claim whose words are not all in its evidence (ClaimReader: an honest paraphrase is read for
+  entailment instead of refused);
 - never on the fast tier.
 
 A judge reads all of one question's candidates against the same passages (judge_passages.shown_passages):
@@ -16,9 +17,10 @@ that reference rather than held to a fixed line. Several judges' readings are av
 reputation. A candidate is the passages' answer when Reading.is_answer says so; one that is not is set aside
 and never given.
 
-When a judge should have read and none could (none in the fleet, down, late, failing its canaries), the
-decision stands on the cheap checks and says so (JudgeNote NOT_READ): the answer view marks it "meaning not
-read", the audit records it, and the approval queue takes it on the high tier anyway.
+When a judge should have read and none could (none in the fleet, down, late, failing its canaries), a dispute
+is no answer but both positions (the cheap checks' pick of it rests on agreement, which colluders control), and
+any other decision stands on the cheap checks and says so (JudgeNote NOT_READ): the answer view marks it
+"meaning not read", the audit records it, and the approval queue takes it on the high tier anyway.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from .judge_passages import agrees, shown_passages
 from .reading import READ_BY, Reading
 
 READ_FOR_MEANING = "read for meaning"    # in a claim's reason: a judge read it for entailment (ClaimReader)
+
 
 class Judge(Protocol):
     """A judge agent as the engine asks it (engine.agents.remote.RemoteJudge is one)."""
