@@ -4,10 +4,9 @@ passages they come from (DESIGN.md §8; docs/defences.md "Judges").
 The cheap checks come first (words, embeddings, agreement between generators). A judge is asked
 (why_read):
 - on the high tier, about every answer;
-- on the medium tier ([judge] medium), about a lone answer (no other generator's answer agrees with it, and
-  it is not the engine's own reader's answer), about a dispute (two supported answers that differ), and about
-  each claim whose words are not all in its evidence (ClaimReader: an honest paraphrase is read for
-  entailment instead of refused);
+- on the medium tier ([judge] medium), about a lone answer (no other generator's answer agrees with it),
+  about a dispute (two supported answers that differ), and about each claim whose words are not all in its
+  evidence (ClaimReader: an honest paraphrase is read for entailment instead of refused);
 - never on the fast tier.
 
 A judge reads all of one question's candidates against the same passages (judge_passages.shown_passages):
@@ -65,11 +64,10 @@ def dispute(decision: Decision, settings: GenerationSettings) -> str:
     return ""
 
 
-def why_read(decision: Decision, tier: RiskTier, settings: GenerationSettings, judge: JudgeSettings,
-             reference: str = "") -> str:
-    """Why this question's answers must be read by a judge, for people; "" when the cheap checks decide.
-    reference: the engine's own reader's answer from the same context; a lone answer that is that very text has a
-    second witness, and is not read on the medium tier."""
+def why_read(decision: Decision, tier: RiskTier, settings: GenerationSettings, judge: JudgeSettings) -> str:
+    """Why this question's answers must be read by a judge, for people; "" when the cheap checks decide. A lone
+    answer is read even when it is the engine's own reader's answer: that reader's pick can be a true sentence
+    that does not answer as well as any generator's."""
     if not decision.candidates:
         return ""
     if tier is RiskTier.HIGH:
@@ -80,8 +78,6 @@ def why_read(decision: Decision, tier: RiskTier, settings: GenerationSettings, j
         return why
     chosen = decision.chosen
     if decision.verdict is Verdict.ANSWERED and chosen is not None and not chosen.agreeing:
-        if reference.strip() and chosen.generation.answer.strip() == reference.strip():
-            return ""
         return f"a lone answer: no other generator's answer agrees with {chosen.agent_id}'s"
     return ""
 
@@ -185,7 +181,7 @@ async def adjudicate_judged(question: str, generations: Mapping[str, Generation]
     reader = ClaimReader(verifier, judges.claims) if reads_claims else None
     once = JudgedOnce(reader or verifier)
     first = await adjudicate(question, generations, context, settings, once, trace_id=trace_id, **options)
-    why = why_read(first, tier, settings, judge_settings, judges.reference)
+    why = why_read(first, tier, settings, judge_settings)
     claims_note = _claims_note(reader)
     if not why:
         return _noted(first, claims_note) if claims_note else first

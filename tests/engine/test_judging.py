@@ -444,12 +444,10 @@ async def test_a_dispute_no_judge_could_read_is_no_answer_but_both_positions(ver
         assert {c.agent_id for c in decision.candidates} == set(generations)
 
 
-async def test_a_lone_answer_that_is_the_engines_own_readers_answer_is_not_read_on_the_medium_tier(verifier):
+async def test_a_lone_answer_is_read_even_when_it_is_the_engines_own_readers_answer(verifier):
+    """That reader's pick can be a true sentence that does not answer as well as any generator's."""
     judge = ScriptedJudge("ver-judge", {MOONS: 0.2})
-    lone = {"a": gen(MOONS, "m#0")}
-    medium = await adjudicate_judged(QUESTION, lone, CONTEXT, GenerationSettings(), verifier, RiskTier.MEDIUM,
-                                     JudgeSettings(), Judges(answers=[judge], reference=MOONS))
-    assert medium.verdict is Verdict.ANSWERED and judge.asked == [] and medium.judge.status is MeaningStatus.NOT_NEEDED
-    high = await adjudicate_judged(QUESTION, lone, CONTEXT, GenerationSettings(), verifier, RiskTier.HIGH,
-                                   JudgeSettings(), Judges(answers=[judge], reference=MOONS))
-    assert high.judge.status is MeaningStatus.READ and len(judge.asked) == 1     # the high tier reads every answer
+    decision = await adjudicate_judged(QUESTION, {"a": gen(MOONS, "m#0")}, CONTEXT, GenerationSettings(), verifier,
+                                       RiskTier.MEDIUM, JudgeSettings(), Judges(answers=[judge], reference=MOONS))
+    assert decision.judge.status is MeaningStatus.READ and decision.verdict is Verdict.ABSTAINED
+    assert judge.asked[0][2] == (MOONS,)                     # read once: the answer is the reference itself
