@@ -93,7 +93,8 @@ async def run(args) -> dict:
                 answer = await engine.questions.ask(q["question"], RiskTier(args.tier))
                 seconds = round(time.perf_counter() - started, 2)
                 lies = _lies(log)
-                lied = {c.agent_id for c in answer.candidates if lies.get((c.agent_id, q["question"]), {}).get("lied")}
+                # By the liar's own log: a reply the gateway dropped was a lie told all the same.
+                lied = {name for name in names if lies.get((name, q["question"]), {}).get("lied")}
                 lie_texts = {c.generation.answer.strip() for c in answer.candidates if c.agent_id in lied}
                 given = answer.verdict is Verdict.ANSWERED
                 # A true sentence that happens to hold the answer answers: only a changed sentence is false whatever
