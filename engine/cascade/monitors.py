@@ -24,7 +24,7 @@ from ..verify.alignment import conflicts, mid_sentence_capitals
 from ..verify.verifier import EvidenceVerifier, _word_order_similarity
 from ..settings.cascade import CascadeSettings
 from ..settings.judge import JudgeSettings
-from .statements import Statement, all_sentences, facts, hedges, source_sentence
+from .statements import Statement, all_sentences, facts, source_sentence, stripped_hedges
 
 QUOTE = 90                 # characters of a statement quoted in a reason
 NEAR_COPY = 0.6            # word-order similarity at which a statement restates a sentence (a changed slot contradicts it)
@@ -243,7 +243,7 @@ class Monitors:
             reasons.append(f"CPM: confidence {result.confidence:.2f} while the pool backs {support:.2f}")
         if result.kind is not StageKind.RETRIEVE:
             for st in said:
-                dropped = hedges(source_sentence(st)) - hedges(st.text)
+                dropped = stripped_hedges(source_sentence(st), st.text)
                 if dropped:
                     score = max(score, 0.6)
                     reasons.append(f"CPM: hedges dropped from its source: {', '.join(sorted(dropped))}")

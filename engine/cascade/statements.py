@@ -56,6 +56,23 @@ def hedges(text: str) -> set[str]:
     return {w.lower() for w in _WORDS.findall(text)} & HEDGES
 
 
+HEDGED_REACH = 2           # words after a hedge that it qualifies ("about 464", "reportedly grossed")
+
+
+def stripped_hedges(source: str, statement: str) -> set[str]:
+    """Hedges of the source sentence that the statement drops while it still states what they qualify (the
+    words just after each): "Sinister grossed 87 million" from "Sinister reportedly grossed 87 million". A
+    statement that leaves the hedged part out altogether ("Venus is the hottest planet" from "... at about 464
+    °C") strips nothing."""
+    said = {w.lower() for w in re.findall(r"[A-Za-z0-9']+", statement)}
+    words = [w.lower() for w in re.findall(r"[A-Za-z0-9']+", source)]
+    out = set()
+    for i, word in enumerate(words):
+        if word in HEDGES and word not in said and set(words[i + 1:i + 1 + HEDGED_REACH]) & said - HEDGES:
+            out.add(word)
+    return out
+
+
 def source_sentence(statement: Statement) -> str:
     """The sentence of its cited passage that a claim restates (for the hedges it may have dropped)."""
     if statement.chunk is None:

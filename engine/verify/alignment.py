@@ -166,11 +166,16 @@ def conflicts(claim: str, sentence: str, context: Sequence[str] = (), *,
     matcher = SequenceMatcher(None, [t.lower for t in claim_tokens], [t.lower for t in sentence_tokens],
                               autojunk=False)
     said = {c.claim_says for c in found}
+    present = {e.words for e in sentence_entities}
     for op, c1, c2, s1, s2 in matcher.get_opcodes():
         if op != "replace":
             continue
         for new in (e for e in claim_entities if c1 <= e.start < c2 and e.text not in said):
-            old = next((e for e in missing if s1 <= e.start < s2 and e.kind is new.kind), None)
+            # An entity the sentence names too, moved (a passive turned active: "Herschel discovered Uranus" for
+            # "Uranus was discovered by ... Herschel on 13 March"), substitutes only in a slot of the same words.
+            cues = _cues(claim_tokens, new)
+            old = next((e for e in missing if s1 <= e.start < s2 and e.kind is new.kind
+                        and (new.words not in present or _same_cues(cues, _cues(sentence_tokens, e)))), None)
             if old is not None:
                 found.append(Conflict(ConflictKind.SUBSTITUTED, new.text, old.text))
                 said.add(new.text)

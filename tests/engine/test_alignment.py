@@ -94,3 +94,14 @@ def test_a_first_word_is_a_name_only_where_the_text_capitalises_it_elsewhere():
 def test_names_every_entity():
     assert names_every_entity("Apollo 11 landed in 1969.", APOLLO)
     assert not names_every_entity("Apollo 12 landed in 1969.", APOLLO)
+
+
+def test_a_passive_turned_active_moves_its_names_and_substitutes_none():
+    """An honest LLM's own words (#49): the names it moves are the sentence's, and a detail it leaves out (the day
+    and month) is no slot it filled with something else."""
+    sentence = "Uranus was discovered by the astronomer William Herschel on 13 March 1781, using his own telescope."
+    assert conflicts("William Herschel discovered Uranus in 1781.", sentence) == []
+    assert conflicts("Clyde Tombaugh discovered Pluto",
+                     "Pluto was discovered on 18 February 1930 by Clyde Tombaugh, a young astronomer.") == []
+    swapped = conflicts("Uranus was discovered by the astronomer John Couch Adams on 13 March 1781.", sentence)
+    assert [(c.claim_says, c.evidence_says) for c in swapped] == [("John Couch Adams", "William Herschel")]

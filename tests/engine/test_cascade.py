@@ -284,6 +284,14 @@ def test_cpm_catches_a_hedge_stripped_from_the_cited_passage(monitors):
     assert kept.score == 0.0
 
 
+def test_a_hedge_counts_as_stripped_only_where_the_statement_keeps_what_it_qualified():
+    from engine.cascade.statements import stripped_hedges
+    source = "Venus is the hottest planet, with an average surface temperature of about 464 degrees."
+    assert stripped_hedges(source, "Venus is the hottest planet.") == set()        # the hedged part left out
+    assert stripped_hedges(source, "Venus averages 464 degrees.") == {"about"}
+    assert stripped_hedges(source, "Venus averages about 464 degrees.") == set()
+
+
 # --- the cascade monitor as an observer -----------------------------------------------------------
 
 def fixed(result):
