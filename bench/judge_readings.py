@@ -147,6 +147,21 @@ def rules() -> dict:
         out[f"p>={t} and agrees is not False"] = (lambda t: lambda c, row: p(c) >= t and c["agrees"] is not False)(t)
         out[f"p>={t} and (agrees is not False or p>=0.8)"] = (
             lambda t: lambda c, row: p(c) >= t and (c["agrees"] is not False or p(c) >= 0.8))(t)
+    # A second design (not shipped; dev chose against it): a candidate within m of the engine's answer that says
+    # something else (under half of its words new to the question are in the engine's answer) is a dispute, so
+    # not given.
+    from engine.generation.judge_passages import key_words
+
+    def says_else(c, row):
+        ex = next((o for o in row["candidates"] if o["kind"] == "extractive"), None)
+        if ex is None or ex["text"].strip() == c["text"].strip() or p(ex) < 0.5:
+            return False
+        new = key_words(c["text"]) - key_words(row["question"])
+        return bool(new) and len(new & key_words(ex["text"])) / len(new) < 0.5
+    for m in (0.0, 0.05, 0.1):
+        out[f"SHIPPED, and a dispute where within {m} above the engine's answer and saying else"] = (
+            lambda m: lambda c, row: out["SHIPPED p>=0.5 within 0.05 of the engine's answer"](c, row) and not (
+                says_else(c, row) and p(c) <= reference(c, row) + m))(m)
     for t in (0.3, 0.5, 0.7):
         out[f"agrees or (unknown and p>={t})"] = (lambda t: lambda c, row: c["agrees"] is True
                                                   or (c["agrees"] is None and p(c) >= t))(t)
