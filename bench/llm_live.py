@@ -73,6 +73,9 @@ async def run(args) -> dict:
     engine = Engine(load_fleet(fleet_path), load_settings(settings_path), db_path=workdir / "llm.db",
                     cache_dir=args.cache_dir or workdir / "cache")
     rows = []
+    rows_path = args.out.with_suffix(".rows.jsonl")
+    rows_path.parent.mkdir(parents=True, exist_ok=True)
+    rows_path.write_text("")
     async with engine:
         await judges_checked(engine, 180)
         for q in questions:
@@ -96,6 +99,8 @@ async def run(args) -> dict:
                    "state": state.trust_state, "score": state.trust_score, "s": round(time.perf_counter() - started, 1)}
             rows.append(row)
             mark = "ok " if row["llm_right"] and given else "ref" if row["llm_right"] else "wrg" if given else "abs"
+            with rows_path.open("a") as out:      # row by row, so a long run can be read while it goes
+                out.write(json.dumps(row) + "\n")
             print(f"{mark} {q['id']} {row['s']:6.1f} s {'C' if row['cascade_fired'] else ' '} {row['state']:<11} "
                   f"{q['question'][:45]:<45} -> {own[:70]}", flush=True)
     del server

@@ -196,6 +196,38 @@ def conflicts(claim: str, sentence: str, context: Sequence[str] = (), *,
     return found
 
 
+def placed_elsewhere(claim: str, conflict: Conflict, others: Sequence[str], capitals: frozenset[str]) -> bool:
+    """Whether a name's substitution is no swap: another sentence of the evidence names the claim's name amid the
+    same words (at least three of the two words on each side, a content word among them), so the claim joins two
+    sentences ("The names of the two moons of Mars are Phobos and Deimos" from "the two moons of Mars are tiny" and
+    "Phobos, is named after the Greek word"). A name swapped in from elsewhere in the passage keeps the mirrored
+    sentence's words around it, not its own. Numbers are never placed so: a date's neighbours ("on", "July",
+    "1969") are the same in every date of a passage."""
+    if conflict.kind is not ConflictKind.SUBSTITUTED:
+        return False
+    claim_tokens = tokenize(claim)
+    mine = [_window(claim_tokens, e) for e in entities(claim_tokens, capitals)
+            if e.text == conflict.claim_says and e.kind is EntityKind.NAME]
+    for sentence in others:
+        tokens = tokenize(sentence)
+        for e in entities(tokens, capitals):
+            if e.text != conflict.claim_says:
+                continue
+            theirs = _window(tokens, e)
+            for window in mine:
+                same = [a for a, b in zip(window, theirs) if a == b and a not in ("^", "$")]
+                if len(same) >= 3 and any(w not in STOPWORDS for w in same):
+                    return True
+    return False
+
+
+def _window(tokens: Sequence[Token], entity: Entity) -> tuple[str, str, str, str]:
+    """The two words before an entity and the two after it ("^" and "$" past the sentence's edges)."""
+    def at(i: int) -> str:
+        return tokens[i].lower if 0 <= i < len(tokens) else ("^" if i < 0 else "$")
+    return at(entity.start - 2), at(entity.start - 1), at(entity.end), at(entity.end + 1)
+
+
 def same_entities(a: str, b: str) -> bool:
     """Whether two texts name the same names and numbers (a sentence's first word counts as a name
     only where one of the texts capitalises it mid-sentence: "Notably, X" names what "X" names)."""

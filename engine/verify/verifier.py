@@ -20,7 +20,7 @@ import numpy as np
 
 from ..text import content_words, coverage, negation_count, numbers, sentences, spelled_numbers, words
 from ..types import Chunk, ClaimLabel, Vote
-from .alignment import conflicts, mid_sentence_capitals, names_every_entity
+from .alignment import conflicts, mid_sentence_capitals, names_every_entity, placed_elsewhere
 
 COPIED = 0.5     # word-order similarity at which a claim is read as a copy of a sentence, however it embeds
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
@@ -99,7 +99,10 @@ class EvidenceVerifier:
             best, alignment = aligned[0]
             # Every candidate sentence is part of the evidence: one set of its names serves them all.
             capitals = mid_sentence_capitals([claim, *texts])
-            found = [(sentence, score, conflicts(claim, sentence, capitals=capitals)) for sentence, score in aligned]
+            every = [s for t in texts for s in sentences(t)]
+            found = [(sentence, score, [c for c in conflicts(claim, sentence, capitals=capitals)
+                                        if not placed_elsewhere(claim, c, [s for s in every if s != sentence], capitals)])
+                     for sentence, score in aligned]
             clean = [(sentence, score) for sentence, score, conflict in found if not conflict]
             whole = [(sentence, score) for sentence, score in clean
                      if names_every_entity(claim, sentence, capitals=capitals)]

