@@ -19,11 +19,12 @@ The independent variant is a faulty reasoner written from outside (#29): it quot
 another sentence of the passages it was handed, one that names a different entity from the honest
 conclusion, cited to its own passage. The other types are injected as in the standard variant.
 
-A faulty reasoner's confidence always comes from its own output (own_confidence): the honest stage's
-confidence scaled by how much of the sub-question its own sentence covers against the honest sentence,
-never the honest figure left standing beside a changed claim.
+A faulty reasoner's confidence is its own statement, never computed with a defence's formula
+(own_confidence): it states the confidence the honest stage stated, claiming to be as sure of its wrong
+conclusion as the honest stage was of the right one. Confidence inflation adds its boost on top.
 
-This module imports nothing of engine.cascade or engine.verify (an import contract in pyproject.toml).
+This module imports nothing of engine.cascade or engine.verify, and reads text with the attack builders' own
+helpers (attack_text), not engine.text (import contracts in pyproject.toml).
 """
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.text import content_words, coverage, sentences
 from engine.types import CascadeType, Chunk
+from .attack_text import content_words, sentences
 from .lie_text import proper_names, ranked_sentences
 from .lies import whole_word
 from .variants import paraphrase
@@ -45,10 +46,13 @@ FAULTY_RETRIEVER = "retriever-c"
 FAULTY_REASONER = "reasoner-a"
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
-# What an editor cuts to make a sentence sound sure: written here from a style guide's list of qualifiers,
-# not read from the monitors (an import contract keeps this module away from engine.cascade and engine.verify).
-QUALIFIERS = frozenset("""about approximately around roughly nearly almost perhaps possibly probably likely maybe
-apparently seemingly arguably reportedly allegedly presumably may might could some several estimated""".split())
+# What an editor cuts to make a sentence sound sure: written here from the hedging adverbs style guides tell
+# writers to cut, not read from the monitors (an import contract keeps this module away from engine.cascade and
+# engine.verify). Only words a sentence still reads well without: no modal verbs ("may" is also a month, "might
+# have been" loses its verb) and no prepositions ("about", "around").
+QUALIFIERS = frozenset("""approximately roughly nearly almost perhaps possibly probably likely maybe apparently
+seemingly arguably reportedly allegedly presumably supposedly purportedly ostensibly conceivably somewhat fairly
+relatively largely mostly generally typically usually sometimes essentially virtually""".split())
 
 
 VARIANTS = ("standard", "adaptive", "independent")
@@ -159,13 +163,11 @@ def other_sentence(claim: str, sub_question: str, evidence: Sequence[Chunk]) -> 
 
 
 def own_confidence(honest_confidence: float, honest: tuple[str, str], mine: tuple[str, str], sub_question: str) -> float:
-    """A faulty stage's confidence from its own output: the honest stage's, scaled by its own sentence's
-    coverage of the sub-question against the honest sentence's. (sentence, title) pairs."""
-    theirs = coverage(sub_question, " ".join(honest))
-    ours = coverage(sub_question, " ".join(mine))
-    if theirs <= 0:
-        return round(min(1.0, ours), 3)
-    return round(min(1.0, honest_confidence * ours / theirs), 3)
+    """The confidence a faulty reasoner states: the honest stage's, unchanged. It claims to be as sure of its own
+    conclusion as the honest stage was of its own; nothing is computed with a defence's formula (how much of the
+    sub-question a sentence covers is the monitors' reading, not the reasoner's). The (sentence, title) pairs and
+    the sub-question are taken so callers need not change, and are not read."""
+    return honest_confidence
 
 
 def strip_hedges(text: str) -> str:

@@ -1,15 +1,16 @@
 """The lie builders' own reading of a text: which sentences look most like the question, and which words are
 names. Written apart from the engine's checks (engine.verify, engine.cascade, engine.gateway.scanners and
 engine.retrieval), which an import-linter contract forbids the builders: a lie made with the defence's own rule
-for what a name or a relevant sentence is would be built to be caught."""
+for what a name or a relevant sentence is would be built to be caught. Its sentences and content words come from
+the builders' own helpers (attack_text), not engine.text."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.text import content_words, sentences
 from engine.types import Chunk
+from .attack_text import content_words, sentences
 
 # A capitalised word, and the capitalised words joined to it (by a space, or by "of"/"the"/"de" between).
 _NAME = re.compile(r"[A-Z][\w'’\-\.]*[\w]|[A-Z]")

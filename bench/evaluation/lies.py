@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.text import STOPWORDS, content_words, sentences
 from engine.types import Chunk, Claim, Generation
+from .attack_text import STOPWORDS, content_words, sentences
 from .lie_text import proper_names, ranked_sentences
 from .textmatch import contains_answer, normalize_tokens, text_key
 

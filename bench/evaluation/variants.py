@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from engine.text import content_words, sentences
+from .attack_text import sentences, share_of_words
 from .textmatch import contains_answer
 
 
@@ -69,8 +69,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 
 def question_overlap(sentence: str, question: str) -> float:
-    wanted = set(content_words(question))
-    return len(wanted & set(content_words(sentence))) / len(wanted) if wanted else 0.0
+    return share_of_words(question, sentence)
 
 
 def _swap_synonyms(text: str, protected: str, rng=None) -> str:

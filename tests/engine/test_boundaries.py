@@ -25,6 +25,8 @@ BREAKERS = {
     # Indirectly too: the lie builder imports the honest generator, which reads sentences as the verifier does.
     "a lie built with the defence's rule": ("bench/evaluation/lies.py", "import engine.agents.extractive",
                                             "The builders of lies and attacks import none of the defences"),
+    "a lie built with the defence's reading of text": ("bench/evaluation/lie_text.py", "import engine.text",
+                                                       "The bench's attack builders read text with their own helpers"),
 }
 
 
@@ -89,5 +91,8 @@ ACCEPTED_ALSO: dict[str, set[str]] = {
     # engine.errors → console → engine: the ground reaches the top through the console, and console is forbidden
     # ... and the lie builders' engine.types now reaches engine.verify through the console.
     "console below the engine": {"The engine never imports Qt", "The engine stands in layers",
-                                 "The builders of lies and attacks import none of the defences"},
+                                 "The builders of lies and attacks import none of the defences",
+                                 "The bench's attack builders read text with their own helpers"},
+    # The honest generator reads sentences with engine.text: the defence's rule and its reading of text at once.
+    "a lie built with the defence's rule": {"The bench's attack builders read text with their own helpers"},
 }

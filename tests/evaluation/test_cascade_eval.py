@@ -150,8 +150,7 @@ def _hotpot_run():
     return RecordRun(record, HashEmbedder())
 
 
-def test_the_independent_reasoner_quotes_another_sentence_of_its_passages_with_the_confidence_it_earns():
-    from engine.text import coverage
+def test_the_independent_reasoner_quotes_another_sentence_of_its_passages_as_sure_as_the_honest_stage():
     run = _hotpot_run()
     clean = run.run(None, None)
     injected = run.run(Injection(CascadeType.INFERENCE, 0, "independent"), None)
@@ -160,11 +159,8 @@ def test_the_independent_reasoner_quotes_another_sentence_of_its_passages_with_t
     claim = faulty.claims[0]
     cited = next(c for c in faulty.evidence if c.id == claim.citations[0])
     assert claim.text != honest.claims[0].text and claim.text in cited.text        # a verbatim quote
-    asked = faulty.inputs[0]
-    mine = coverage(asked, f"{claim.text} {cited.title}")
-    honest_title = next(c for c in honest.evidence if c.id == honest.claims[0].citations[0]).title
-    theirs = coverage(asked, f"{honest.claims[0].text} {honest_title}")
-    assert faulty.confidence == pytest.approx(min(1.0, honest.confidence * mine / theirs), abs=1e-3)
+    # Its confidence is its own statement, computed with no defence formula: the one the honest stage stated.
+    assert faulty.confidence == honest.confidence
 
 
 def test_a_halt_prevents_the_error_only_when_it_reaches_the_operator():
