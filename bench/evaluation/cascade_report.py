@@ -94,7 +94,8 @@ def overhead_line(data: dict) -> str:
     """The three overhead figures (cold in the product path, unindexed, warm) as one line."""
     def ms(key: str) -> str:
         return _f(data.get(f"overhead_ms_per_stage_{key}"))
-    return (f"cold (corpus indexed) p50 {ms('cold_p50')} ms, mean {ms('cold_mean')}; unindexed p50 "
+    return (f"cold (corpus indexed) p50 {ms('cold_p50')} ms, mean {ms('cold_mean')}; cold on injected trajectories "
+            f"p50 {ms('cold_injected_p50')} ms, mean {ms('cold_injected_mean')}; unindexed p50 "
             f"{ms('unindexed_p50')} ms, mean {ms('unindexed_mean')}; warm {ms('mean')} ± {ms('sd')} ms")
 
 

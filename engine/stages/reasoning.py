@@ -15,7 +15,8 @@ from ..verify.verifier import names
 class Conclusion:
     claim: Claim | None          # the quoted sentence and the passage it is from (None: nothing answers)
     bridge: str                  # what the next hop asks about ("" when nothing names it)
-    local_confidence: float      # share of the sub-question's words the sentence and its title carry
+    local_confidence: float      # the reasoner's own selection score: the share of the sub-question's weight
+                                 # its sentence carries (rank_sentences), never the monitors' formula
 
 
 def conclude(sub_question: str, evidence: Sequence[Chunk], question: str = "") -> Conclusion:
@@ -25,10 +26,8 @@ def conclude(sub_question: str, evidence: Sequence[Chunk], question: str = "") -
         return Conclusion(None, "", 0.0)
     best = ranked[0]
     chunk = next(c for c in evidence if c.id == best.chunk_id)
-    carried = set(content_words(best.text)) | set(content_words(chunk.title))
-    confidence = round(min(1.0, len(wanted & carried) / len(wanted)), 3)
     return Conclusion(Claim(best.text, (chunk.id,)), bridge_entity(best.text, chunk, question or sub_question),
-                      confidence)
+                      min(1.0, best.share))
 
 
 def bridge_entity(sentence: str, chunk: Chunk, question: str) -> str:

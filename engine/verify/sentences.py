@@ -19,6 +19,7 @@ class ScoredSentence:
     chunk_id: str
     score: float
     shared: tuple[str, ...]
+    share: float = 0.0     # of the query's weight, what the sentence carries (its title's words at half weight)
 
 
 def rank_sentences(query: str, context: Sequence[Chunk]) -> list[ScoredSentence]:
@@ -27,14 +28,15 @@ def rank_sentences(query: str, context: Sequence[Chunk]) -> list[ScoredSentence]
     units = [(rank, chunk, sentence, set(content_words(sentence)))
              for rank, chunk in enumerate(context) for sentence in sentences(chunk.text)]
     weight = {w: math.log(1 + len(units) / (1 + sum(w in have for *_, have in units))) for w in wanted}
+    possible = sum(weight.values())
     ranked = []
     for rank, chunk, sentence, have in units:
         title = set(content_words(chunk.title))
         shared = wanted & have
         # Title words count half: they tell what the passage is about, not what it says.
-        score = (sum(weight[w] for w in shared) + 0.5 * sum(weight[w] for w in (wanted & title) - have)
-                 + 0.1 / (1 + rank))
-        ranked.append(ScoredSentence(sentence, chunk.id, score, tuple(sorted(shared))))
+        carried = sum(weight[w] for w in shared) + 0.5 * sum(weight[w] for w in (wanted & title) - have)
+        ranked.append(ScoredSentence(sentence, chunk.id, carried + 0.1 / (1 + rank), tuple(sorted(shared)),
+                                     round(carried / possible, 3) if possible else 0.0))
     ranked.sort(key=lambda s: -s.score)
     return ranked
 

@@ -1,6 +1,7 @@
 """CHARM: the trigger, the mitigation plan, the three monitors on hand-built trajectories, the cascade
 monitor as a stage observer, and the model-free reasoning and tool stages."""
 import dataclasses
+import math
 import os
 import re
 import subprocess
@@ -357,6 +358,14 @@ def test_conclude_quotes_the_answering_sentence_and_bridges_to_the_passage_title
     assert found.claim == Claim("He directed the horror film Sinister in 2012.", ("p-derr",))
     assert found.bridge == "Scott Derrickson"
     assert found.local_confidence == 1.0
+
+
+def test_conclude_states_its_own_selection_score_not_the_monitors_word_share():
+    # "sinister" is in the one sentence, "directed" in none, so the rarer missing word weighs more: the share of
+    # the sub-question's weight carried is log(1.5) / (log(1.5) + log(2)), where a plain word share says 0.5.
+    made = Chunk("p-made", "He made the horror film Sinister in 2012.", metadata={"title": "Horror films"})
+    found = conclude("Who directed Sinister?", [made])
+    assert found.local_confidence == pytest.approx(math.log(1.5) / (math.log(1.5) + math.log(2)), abs=0.001)
 
 
 def test_conclude_strips_the_title_qualifier_and_finds_nothing_when_nothing_answers():
