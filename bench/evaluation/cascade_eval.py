@@ -49,6 +49,7 @@ from engine.text import content_words
 from engine.verify.verifier import EvidenceVerifier
 from .cascade_data import CascadeRecord
 from .cascade_inject import INJECTION_STAGE, Injection
+from .cascade_queue import OperatorQueue
 from .cascade_run import RecordRun, RunResult
 from .splits import split_of
 from .textmatch import contains_answer
@@ -73,7 +74,7 @@ class Row:
     propagated_without: bool
     propagated_with: bool
     halted_with: bool
-    escalated_with: bool          # halted and sent to the operator (the cascade outcome's halted)
+    escalated_with: bool          # halted, and found pending in a real approval queue (cascade_queue)
     mitigated: bool
     mitigation_success: bool
     baseline_fired: bool
@@ -94,7 +95,8 @@ def _norm(text: str) -> str:
 
 
 def escalated(result: RunResult) -> bool:
-    """Halted and held for the operator: the cascade outcome's halted is what needs_review sends to the queue."""
+    """Halted and held for the operator: the cascade outcome's halted is what needs_review sends to the queue.
+    What propagation counts; the "escalated" row counts what the real queue holds (cascade_queue)."""
     return result.halted and result.outcome is not None and result.outcome.halted
 
 
@@ -141,6 +143,14 @@ def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSetting
     index: embed each record's passages and their sentences into `embedder` before its first run, untimed,
     as the product indexes its corpus before any question. judge: SFV's reader of conclusions that are not the
     engine's own (engine.cascade.monitors.JudgeRead); None: the word checks alone."""
+    with OperatorQueue() as queue:
+        return _collect(records, embedder, settings, queue, progress=progress, seed=seed, variant=variant,
+                        retriever_embedder=retriever_embedder, index=index, judge=judge, judge_settings=judge_settings)
+
+
+def _collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSettings, queue: OperatorQueue, *,
+             progress: Progress | None, seed: int, variant: str, retriever_embedder, index: bool, judge,
+             judge_settings: JudgeSettings) -> Collected:
     monitors = Monitors(embedder, settings, judge=judge, judge_settings=judge_settings)
     baseline = EvidenceVerifier(embedder, name="output-level")
     out = Collected()
@@ -173,9 +183,10 @@ def collect(records: Sequence[CascadeRecord], embedder, settings: CascadeSetting
             without = _propagated(kind, watched, clean)
             with_charm = _propagated(kind, mitigated, clean)
             success = fired and not mitigated.halted and not with_charm
+            reached = mitigated.halted and queue.reached(f"{record.id}/{kind.value}", record.question, mitigated)
             out.rows.append(Row(record.id, record.dataset, split, run.decomposition.shape.value, kind,
                                 watched.injected, tuple(watch.scores), without, with_charm, mitigated.halted,
-                                escalated(mitigated), fired, success, output_level_fires(watched, baseline, settings.confidence_margin), gold(clean.answer),
+                                reached, fired, success, output_level_fires(watched, baseline, settings.confidence_margin), gold(clean.answer),
                                 gold(mitigated.answer), mitigation))
         if progress:
             progress(n, len(records), record.id)

@@ -175,12 +175,30 @@ def test_a_halt_prevents_the_error_only_when_it_reaches_the_operator():
     assert escalated(held) and not _propagated(CascadeType.INFERENCE, held, clean)
 
 
-def test_the_cold_overhead_reads_the_clean_runs_only():
+def test_the_escalated_row_counts_what_the_real_approval_queue_holds():
+    from bench.evaluation.cascade_queue import OperatorQueue
+    from bench.evaluation.cascade_run import RunResult
+    from engine.cascade.types import CascadeOutcome
+    trajectory = _hotpot_run().run(None, None).trajectory
+    held = RunResult("", 0.0, trajectory, CascadeOutcome(True, 2, CascadeType.INFERENCE, resolved=False), True, True)
+    resolved = RunResult("Paris", 0.5, trajectory, CascadeOutcome(True, 2, CascadeType.INFERENCE), False, True)
+    answered = RunResult("Paris", 0.5, trajectory, None, False, True)      # no cascade and an answer: nobody asked
+    unanswered = RunResult("", 0.0, trajectory, None, True, True)  # a medium-tier abstention waits for a person too
+    with OperatorQueue() as queue:
+        assert queue.reached("r1/inference", "Who?", held)
+        assert queue.reached("r1/inference", "Who?", held)             # asked twice, one item, still pending
+        assert not queue.reached("r2/inference", "Who?", resolved)
+        assert not queue.reached("r3/inference", "Who?", answered)
+        assert queue.reached("r4/inference", "Who?", unanswered)
+
+
+def test_the_cold_overhead_reads_the_clean_runs_or_the_injected_ones():
     from bench.evaluation.cascade_eval import cold_overhead
     clean = _row(None, [dataclasses.replace(_score(1, False), elapsed_ms=4.0),
                         dataclasses.replace(_score(2, False), elapsed_ms=8.0)])
-    warm = _row(CascadeType.RETRIEVAL, [dataclasses.replace(_score(1, False), elapsed_ms=1.0)])
-    assert cold_overhead([clean, warm]) == (6.0, 6.0) and cold_overhead([warm]) == (None, None)
+    injected = _row(CascadeType.RETRIEVAL, [dataclasses.replace(_score(1, False), elapsed_ms=1.0)])
+    assert cold_overhead([clean, injected]) == (6.0, 6.0) and cold_overhead([injected]) == (None, None)
+    assert cold_overhead([clean, injected], injected=True) == (1.0, 1.0)
 
 
 class _Recording(HashEmbedder):
