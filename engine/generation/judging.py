@@ -5,8 +5,9 @@ The cheap checks come first (words, embeddings, agreement between generators). A
 (why_read):
 - on the high tier, about every answer;
 - on the medium tier ([judge] medium), about a lone answer (no other generator's answer agrees with it),
-  about a dispute (two supported answers that differ), and about each claim whose words are not all in its
-  evidence (ClaimReader: an honest paraphrase is read for entailment instead of refused);
+  about a dispute (two supported answers that differ), about each claim whose words are not all in its
+  evidence, and about each claim refuted by slots alone while its evidence names all it names (ClaimReader: an
+  honest paraphrase, or a claim joining two sentences of its passage, is read for entailment instead of refused);
 - never on the fast tier.
 
 A judge reads all of one question's candidates against the same passages (judge_passages.shown_passages):
@@ -35,6 +36,7 @@ from ..errors import AgentError
 from ..settings.judge import JudgeSettings
 from ..types import (Candidate, ClaimLabel, ContextChunk, Generation, JudgeNote, MeaningStatus, RiskTier, Verdict,
                      Vote)
+from ..verify.alignment import moved_within
 from ..verify.verifier import Judgement, Verifier
 from .adjudicate import Decision, JudgedOnce, adjudicate
 from .judge_passages import agrees, shown_passages
@@ -118,14 +120,24 @@ async def read_answers(question: str, answers: Mapping[str, Generation], context
         agrees={agent: agrees(own, text) if own else None for agent, text in answered.items()},
         own_answer=own, readers=tuple(name for name, _ in read), passages=tuple(c.id for c in chunks),
         reference=round(by_text[reference], 4) if reference else None,
-        is_reference={agent: text == reference for agent, text in answered.items()}), failed
+        is_reference={agent: says_no_more(text, reference) for agent, text in answered.items()}), failed
+
+
+def says_no_more(answer: str, reference: str) -> bool:
+    """Whether an answer states nothing the engine's own reader's answer does not: that very text, or its key
+    words all within it ("Five" beside "Pluto has five known moons: Charon, Nix, Hydra, Kerberos and Styx"). A
+    short answer reads lower than the sentence it comes from, so it is held to the fixed line, not to the
+    sentence's reading."""
+    return bool(reference) and (answer == reference or agrees(answer, reference) is True)
 
 
 class ClaimReader:
     """A verifier that asks the judges about the claims the word checks could not place: where the cheap
-    verdict is not_enough_evidence for want of words (an honest paraphrase, a pronoun resolved), the judges'
-    entailment reading decides, supported or refuted. Every other verdict stands. `unread` collects the
-    claims no judge could read."""
+    verdict is not_enough_evidence for want of words (an honest paraphrase, a pronoun resolved), or refuted by
+    slots alone while every name and number the claim states is in its evidence (alignment.moved_within: a claim
+    joining two sentences of its passage), the judges' entailment reading decides, supported or refuted. Every
+    other verdict stands: a name or number brought in from outside the evidence, two names exchanged in one
+    sentence. `unread` collects the claims no judge could read."""
 
     def __init__(self, verifier: Verifier, judges: Sequence[Verifier]) -> None:
         self.verifier, self.judges = verifier, list(judges)
@@ -137,7 +149,9 @@ class ClaimReader:
 
     async def judge(self, claim: str, evidence, trace_id: str = "") -> Judgement:
         first = await self.verifier.judge(claim, evidence, trace_id)
-        if first.label is not ClaimLabel.NOT_ENOUGH or not evidence or not self.judges:
+        if not evidence or not self.judges or not (
+                first.label is ClaimLabel.NOT_ENOUGH
+                or first.label is ClaimLabel.REFUTED and moved_within(claim, [c.text for c in evidence])):
             return first
 
         async def ask(judge: Verifier) -> Judgement | None:

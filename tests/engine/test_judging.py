@@ -103,6 +103,16 @@ async def test_a_lone_answer_is_compared_with_the_engines_own_readers_answer_rea
     assert judged.verdict is Verdict.ABSTAINED and judge.asked[-1][2] == (VOYAGER, MOONS)
 
 
+async def test_a_short_answer_that_says_no_more_than_the_engines_own_answer_is_held_to_the_fixed_line_only(verifier):
+    judge = ScriptedJudge("ver-judge", {"Phobos and Deimos": 0.6, "Phobos and Ares": 0.6, MOONS: 0.9})
+    answers = {"short": gen("Phobos and Deimos", "m#0"), "other": gen("Phobos and Ares", "m#0")}
+    reading, _ = await read_answers(QUESTION, answers, CONTEXT, [judge], {}, reference=MOONS)
+    assert reading.is_reference == {"short": True, "other": False}
+    settings = JudgeSettings(answers_at=0.5, margin=0.05)
+    assert reading.is_answer("short", settings) and not reading.is_answer("other", settings)
+    assert not reading.is_answer("short", JudgeSettings(answers_at=0.7, margin=0.05))      # the line still holds
+
+
 def test_a_candidate_is_the_passages_answer_at_the_threshold_and_only_if_it_states_the_judges_own_answer():
     reading = Reading({"a": 0.8, "b": 0.8, "c": 0.4}, {"a": True, "b": False, "c": True}, "Phobos", ("j",), ())
     on = JudgeSettings(answers_at=0.5, own_answer=True)
@@ -228,6 +238,13 @@ async def test_a_claim_the_words_cannot_place_is_read_for_entailment_and_other_v
     assert refuted.label is ClaimLabel.REFUTED and yes.asked == [paraphrase]       # the number check stands
     split = await ClaimReader(verifier, [yes, no]).judge(paraphrase, [CONTEXT[0].chunk])
     assert split.label is ClaimLabel.REFUTED                                      # a tie goes to caution
+    # Slot by slot "1" stands where the sentence has "2", yet every entity it names is in its evidence.
+    twins = [Chunk("l#0", "Voyager 2 was launched first, on 20 August 1977, and Voyager 1 followed on 5 September "
+                          "1977.")]
+    moved = "Voyager 1 was launched in 1977."
+    assert (await verifier.judge(moved, twins)).label is ClaimLabel.REFUTED
+    assert (await ClaimReader(verifier, [yes]).judge(moved, twins)).label is ClaimLabel.SUPPORTED
+    assert (await ClaimReader(verifier, [no]).judge(moved, twins)).label is ClaimLabel.REFUTED
     unread = ClaimReader(verifier, [ScriptedVerifier("down", fails=True)])
     assert (await unread.judge(paraphrase, [CONTEXT[0].chunk])).label is ClaimLabel.NOT_ENOUGH
     assert unread.unread == [paraphrase]
