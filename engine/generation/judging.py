@@ -6,8 +6,9 @@ The cheap checks come first (words, embeddings, agreement between generators). A
 - on the high tier, about every answer;
 - on the medium tier ([judge] medium), about a lone answer (no other generator's answer agrees with it),
   about a dispute (two supported answers that differ), about each claim whose words are not all in its
-  evidence, and about each claim refuted by slots alone while its evidence names all it names (ClaimReader: an
-  honest paraphrase, or a claim joining two sentences of its passage, is read for entailment instead of refused);
+  evidence (whatever the word checks said), and about each claim refuted by slots alone while its evidence names
+  all it names (ClaimReader: an honest paraphrase, or a claim joining two sentences of its passage, is read for
+  entailment instead of refused, and one changed word is read instead of passed);
 - never on the fast tier.
 
 A judge reads all of one question's candidates against the same passages (judge_passages.shown_passages):
@@ -36,6 +37,7 @@ from ..errors import AgentError
 from ..settings.judge import JudgeSettings
 from ..types import (Candidate, ClaimLabel, ContextChunk, Generation, JudgeNote, MeaningStatus, RiskTier, Verdict,
                      Vote)
+from ..text import coverage
 from ..verify.alignment import moved_within
 from ..verify.verifier import Judgement, Verifier
 from .adjudicate import Decision, JudgedOnce, adjudicate
@@ -133,11 +135,13 @@ def says_no_more(answer: str, reference: str) -> bool:
 
 class ClaimReader:
     """A verifier that asks the judges about the claims the word checks could not place: where the cheap
-    verdict is not_enough_evidence for want of words (an honest paraphrase, a pronoun resolved), or refuted by
-    slots alone while every name and number the claim states is in its evidence (alignment.moved_within: a claim
-    joining two sentences of its passage), the judges' entailment reading decides, supported or refuted. Every
-    other verdict stands: a name or number brought in from outside the evidence, two names exchanged in one
-    sentence. `unread` collects the claims no judge could read."""
+    verdict is not_enough_evidence for want of words (an honest paraphrase, a pronoun resolved), supported while
+    some of the claim's words are not in its evidence (one changed word, "the first spacecraft to orbit another
+    planet" from "... to fly past another planet", passes a coverage threshold), or refuted by slots alone while
+    every name and number the claim states is in its evidence (alignment.moved_within: a claim joining two
+    sentences of its passage), the judges' entailment reading decides, supported or refuted. Every other verdict
+    stands: a quote, a name or number brought in from outside the evidence, two names exchanged in one sentence.
+    `unread` collects the claims no judge could read."""
 
     def __init__(self, verifier: Verifier, judges: Sequence[Verifier]) -> None:
         self.verifier, self.judges = verifier, list(judges)
@@ -149,9 +153,11 @@ class ClaimReader:
 
     async def judge(self, claim: str, evidence, trace_id: str = "") -> Judgement:
         first = await self.verifier.judge(claim, evidence, trace_id)
+        texts = [c.text for c in evidence]
         if not evidence or not self.judges or not (
                 first.label is ClaimLabel.NOT_ENOUGH
-                or first.label is ClaimLabel.REFUTED and moved_within(claim, [c.text for c in evidence])):
+                or first.label is ClaimLabel.REFUTED and moved_within(claim, texts)
+                or first.label is ClaimLabel.SUPPORTED and coverage(claim, " ".join(texts)) < 1.0):
             return first
 
         async def ask(judge: Verifier) -> Judgement | None:

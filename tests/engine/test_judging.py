@@ -15,7 +15,8 @@ from engine.errors import AgentError, AgentHttpStatus
 from engine.generation.adjudicate import adjudicate
 from engine.generation.canaries import CANARIES, CLAIM_CANARIES, run_canaries
 from engine.generation.judge_passages import agrees, focus, shown_passages
-from engine.generation.judging import ClaimReader, Judges, adjudicate_judged, read_answers, why_read
+from engine.generation.judging import (READ_FOR_MEANING, ClaimReader, Judges, adjudicate_judged, read_answers,
+                                      why_read)
 from engine.generation.reading import Reading
 from engine.review.payload import candidates_from_payload
 from engine.settings.judge import JudgeSettings
@@ -245,6 +246,12 @@ async def test_a_claim_the_words_cannot_place_is_read_for_entailment_and_other_v
     assert (await verifier.judge(moved, twins)).label is ClaimLabel.REFUTED
     assert (await ClaimReader(verifier, [yes]).judge(moved, twins)).label is ClaimLabel.SUPPORTED
     assert (await ClaimReader(verifier, [no]).judge(moved, twins)).label is ClaimLabel.REFUTED
+    # One word changed passes the coverage threshold; a word not in the evidence is read all the same.
+    orbit = "Mars has two small moons, Phobos and Deimos, observed by Asaph Hall in 1877."
+    assert (await verifier.judge(orbit, [CONTEXT[0].chunk])).label is ClaimLabel.SUPPORTED
+    assert (await ClaimReader(verifier, [no]).judge(orbit, [CONTEXT[0].chunk])).label is ClaimLabel.REFUTED
+    quote = await ClaimReader(verifier, [no]).judge(MOONS, [CONTEXT[0].chunk])
+    assert quote.label is ClaimLabel.SUPPORTED and READ_FOR_MEANING not in quote.reason       # a quote is not read
     unread = ClaimReader(verifier, [ScriptedVerifier("down", fails=True)])
     assert (await unread.judge(paraphrase, [CONTEXT[0].chunk])).label is ClaimLabel.NOT_ENOUGH
     assert unread.unread == [paraphrase]
