@@ -133,6 +133,15 @@ def says_no_more(answer: str, reference: str) -> bool:
     return bool(reference) and (answer == reference or agrees(answer, reference) is True)
 
 
+def words_cannot_decide(label: ClaimLabel, claim: str, evidence: Sequence[str]) -> bool:
+    """Whether the word checks' verdict on a claim is one only meaning can settle (ClaimReader's docstring)."""
+    if label is ClaimLabel.NOT_ENOUGH:
+        return True
+    if label is ClaimLabel.REFUTED:
+        return moved_within(claim, evidence)
+    return coverage(claim, " ".join(evidence)) < 1.0
+
+
 class ClaimReader:
     """A verifier that asks the judges about the claims the word checks could not place: where the cheap
     verdict is not_enough_evidence for want of words (an honest paraphrase, a pronoun resolved), supported while
@@ -153,11 +162,8 @@ class ClaimReader:
 
     async def judge(self, claim: str, evidence, trace_id: str = "") -> Judgement:
         first = await self.verifier.judge(claim, evidence, trace_id)
-        texts = [c.text for c in evidence]
-        if not evidence or not self.judges or not (
-                first.label is ClaimLabel.NOT_ENOUGH
-                or first.label is ClaimLabel.REFUTED and moved_within(claim, texts)
-                or first.label is ClaimLabel.SUPPORTED and coverage(claim, " ".join(texts)) < 1.0):
+        if not evidence or not self.judges or not words_cannot_decide(first.label, claim,
+                                                                      [c.text for c in evidence]):
             return first
 
         async def ask(judge: Verifier) -> Judgement | None:
