@@ -6,11 +6,21 @@ claims with what independent passages say) and trusted generation (to compare an
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
 from ..text import content_words, sentences
 from ..types import Chunk
+
+# "In what year ...": the word names the kind of value asked for, not what the answer is about; a sentence that
+# says "it took more than a year" is no nearer the launch date for sharing it.
+_ASKED_KIND = re.compile(r"\b(?:what|which)\s+(year|date|day|month|century|decade)\b", re.IGNORECASE)
+
+
+def asked_kind(query: str) -> set[str]:
+    """The words of a question that name the kind of value it asks for ("year" in "In what year ...?")."""
+    return {m.group(1).lower() for m in _ASKED_KIND.finditer(query)}
 
 
 @dataclass(frozen=True)
@@ -23,8 +33,9 @@ class ScoredSentence:
 
 
 def rank_sentences(query: str, context: Sequence[Chunk]) -> list[ScoredSentence]:
-    """Scores each context sentence by the question words it shares, rarer words weighing more."""
-    wanted = set(content_words(query))
+    """Scores each context sentence by the question words it shares, rarer words weighing more; the word that
+    names the kind of value asked for (asked_kind) is no topic to share."""
+    wanted = set(content_words(query)) - asked_kind(query)
     units = [(rank, chunk, sentence, set(content_words(sentence)))
              for rank, chunk in enumerate(context) for sentence in sentences(chunk.text)]
     weight = {w: math.log(1 + len(units) / (1 + sum(w in have for *_, have in units))) for w in wanted}

@@ -95,3 +95,17 @@ def test_a_document_s_earlier_passage_answers_when_both_share_the_same_question_
     # Another document's passage keeps its place: position counts only within a document.
     gen = ExtractiveGenerator().generate("What is fsspec for?", (other, testing, lead))
     assert gen.claims[0].citations == ("s3fs#0",)
+
+
+def test_the_word_naming_the_kind_of_value_asked_for_does_not_pick_the_sentence():
+    # "year" in "In what year ..." names the kind of answer; a sentence saying "a year" is no nearer the launch.
+    news = Chunk("news#0", "The spacecraft, launched in 1977, crossed into interstellar space in 2012, but it took "
+                           "scientists more than a year to confirm it.",
+                 metadata={"title": "Voyager 1 Has Left the Solar Bubble"})
+    book = Chunk("book#0", "Voyager 1 was launched by NASA in 1977 to study Jupiter and Saturn.",
+                 metadata={"title": "Voyager 1"})
+    gen = GEN.generate("In what year was Voyager 1 launched?", (news, book))
+    assert gen.answer == "Voyager 1 was launched by NASA in 1977 to study Jupiter and Saturn."
+    # A question that does not ask for a year keeps the word as a topic.
+    gen = GEN.generate("How long did scientists take to confirm the crossing, about a year?", (news, book))
+    assert gen.claims[0].citations == ("news#0",)
