@@ -52,6 +52,7 @@ class RetrievalSettings:
     echo_similarity: float = 0.8  # cosine at which two different passages are near-duplicates
     echo_min_size: int = 2        # near-duplicates it takes to make an echo cluster (a pair: chosen on dev, #29)
     echo_margin: float = 0.02     # how much closer to the question than any independent passage an echo sits
+    echo_rouge: float = 1.0       # ROUGE-L F1 above which two passages are near-duplicates too (1.0: off)
     corroboration: float = 0.85   # share of an echo's claim an independent passage must carry to corroborate it
     mirror_margin: float = 0.1    # strict mode: a lone passage (or a pair) this much closer to the question
                                   # than any independent passage is judged like an echo
@@ -250,7 +251,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("generation", "weight_support"), ("generation", "weight_consistency"),
                          ("generation", "weight_reputation"), ("generation", "contest_margin"),
                          ("retrieval", "quorum_share"),
-                         ("retrieval", "echo_similarity"),
+                         ("retrieval", "echo_similarity"), ("retrieval", "echo_rouge"),
                          ("retrieval", "corroboration"), ("retrieval", "tamper_similarity"),
                          ("cascade", "theta"), ("cascade", "w_sfv"), ("cascade", "w_csct"), ("cascade", "w_cpm"),
                          ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor"),

@@ -31,6 +31,7 @@ from .anomaly import (LOOKALIKE_BAND, EchoVerdict, density_labels, edited_copies
                       near_duplicate_groups)
 from .clean import Dropped, clean
 from .consensus import agent_agreement, vote_weights
+from .lexical import rouge_links
 from .features import Passage, internally_consistent, metadata_confidence
 
 EXCLUDING_FLAGS = frozenset({PassageFlag.ECHO, PassageFlag.TAMPERED, PassageFlag.DISPUTED})  # its retriever is reported
@@ -237,7 +238,10 @@ class SecureRetrieval:
             marks.notes[low] = f"a near-copy of [{chunks[high].id}] with different numbers, names or polarity"
         # Edited and disputed copies are not independent voices: they never make up an echo.
         independent = np.array([not (f & {PassageFlag.TAMPERED, PassageFlag.DISPUTED}) for f in marks.flags])
-        groups = near_duplicate_groups(np.where(np.outer(independent, independent), similarity, 0.0),
+        # Two texts that share long runs of words in order are near-duplicates too, whatever the embedder says
+        # (TrustRAG's n-gram test: texts written for one question share its n-grams).
+        linked = np.where(rouge_links([c.text for c in chunks], s.echo_rouge), np.maximum(similarity, s.echo_similarity), similarity)
+        groups = near_duplicate_groups(np.where(np.outer(independent, independent), linked, 0.0),
                                        s.echo_similarity, s.echo_min_size)
         claimed: set[int] = set()
         for group in groups:

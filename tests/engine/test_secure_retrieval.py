@@ -294,3 +294,18 @@ def test_a_question_embedded_ahead_is_taken_once_and_gives_the_same_result(secur
     plain = secure.run(QUESTION, replies)
     assert ids(first.context) == ids(second.context) == ids(plain.context)
     assert [c.score for c in first.context] == [c.score for c in plain.context]
+
+
+def test_two_texts_sharing_long_runs_of_words_are_an_echo_whatever_their_cosine(secure):
+    # A cosine line just above the pair's (0.95 rescaled): only the word-run test (TrustRAG's n-gram test) links them.
+    replies = {name: LIES[:2] + (MOONS, VOLCANO, ROVER) for name in ("a", "b", "c")}
+    line = {"context_k": 4, "echo_similarity": 0.96, "echo_margin": 0.0}
+    blind = SecureRetrieval(RetrievalSettings(**line), secure.embedder)
+    assert {"lie#0", "lie#1"} <= set(ids(blind.run(QUESTION, replies).context))
+    # ROUGE-L: the two lies 0.81, each lie and the honest answer 0.55 or less (at TrustRAG's 0.25 the honest
+    # answer would join the lies' group and go out with them: what the dev sweep weighs).
+    linked = SecureRetrieval(RetrievalSettings(**line, echo_rouge=0.6), secure.embedder)
+    result = linked.run(QUESTION, replies)
+    assert not {"lie#0", "lie#1"} & set(ids(result.context))
+    assert "moons#0" in ids(result.context)
+    assert all("echo" in c.explanation.flags for c in result.excluded if c.chunk.id.startswith("lie"))
