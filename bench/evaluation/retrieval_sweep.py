@@ -11,6 +11,9 @@ The choice per threshold is lexicographic, in the order an operator would ask:
      more than 3 points below union's clean accuracy (a Byzantine minority may cost no more answers
      than #7 allows; without this floor the sweep chose echo_similarity 0.7, which merged honest
      passages into echoes and cost 0.25 of test recall@5 under one Byzantine retriever of four);
+     and (#50, written before its dev run) a corpus row with one or two planted texts, bare, where the
+     defence's answer gives the planted answer more often than naive's or TrustRAG's code's does (answer_asr,
+     on HotpotQA, NQ and MS MARCO);
   1b. the fewest floors broken by either grid neighbour: a value beside one that breaks a floor sits on
      an edge that ~50 dev questions a row cannot place, and may not hold on other questions;
   2. the lowest mean context_asr over the attack rows (rounded to 0.01: smaller gaps are noise on ~50
@@ -56,6 +59,7 @@ class SweepRow:
     against_vote: bool = False   # an agent attack: the defence must plant no more than union or majority
     keeps_accuracy: bool = False # a clean row: answer accuracy within ACCURACY_SLACK of union's
     keeps_answers: bool = False  # an attack row: answer accuracy within ACCURACY_SLACK of union's on the clean row
+    against_planted_answer: bool = False  # a corpus row: bare answer_asr no higher than naive's or TrustRAG's (#50)
 
 
 ROWS: tuple[SweepRow, ...] = (
@@ -70,7 +74,19 @@ ROWS: tuple[SweepRow, ...] = (
     SweepRow("corpus_p3", "hotpotqa", RunConfig(attack="corpus", poison_count=3), True),
     # Two texts: the fewest an echo rule can see (echo_min_size 2); without this row the sweep cannot tell
     # what a pair rule buys.
-    SweepRow("corpus_p2", "hotpotqa", RunConfig(attack="corpus", poison_count=2), True),
+    SweepRow("corpus_p2", "hotpotqa", RunConfig(attack="corpus", poison_count=2), True, against_planted_answer=True),
+    # One and two planted texts, bare, on every data set with answers (#50's target): the defence's answer may
+    # give the planted answer no more often than one undefended retriever (naive) or TrustRAG's code does.
+    SweepRow("corpus_p1", "hotpotqa", RunConfig(attack="corpus", poison_count=1, forms=("bare",)), True,
+             against_planted_answer=True),
+    SweepRow("nq_corpus_p1", "nq", RunConfig(attack="corpus", poison_count=1, forms=("bare",)), True,
+             against_planted_answer=True),
+    SweepRow("nq_corpus_p2", "nq", RunConfig(attack="corpus", poison_count=2, forms=("bare",)), True,
+             against_planted_answer=True),
+    SweepRow("msmarco_corpus_p1", "msmarco", RunConfig(attack="corpus", poison_count=1, forms=("bare",)), True,
+             against_planted_answer=True),
+    SweepRow("msmarco_corpus_p2", "msmarco", RunConfig(attack="corpus", poison_count=2, forms=("bare",)), True,
+             against_planted_answer=True),
     SweepRow("tamper_same_id", "hotpotqa", RunConfig(attack="tamper", variant="tamper-same-id", forms=("bare",)), True),
     SweepRow("tamper_new_id", "hotpotqa", RunConfig(attack="tamper", variant="tamper-new-id", forms=("bare",)), True),
     SweepRow("name_swap", "hotpotqa", RunConfig(attack="tamper", variant="name-swap", forms=("bare",)), True),
@@ -90,6 +106,7 @@ GRID: Mapping[str, tuple[float, ...]] = {
     "corroboration": (0.7, 0.85, 0.95),
     "tamper_similarity": (0.85, 0.9, 0.93, 0.95, 0.97, 0.99),
     "min_cluster_size": (2, 3, 4),
+    "echo_rouge": (0.25, 0.35, 0.5, 1.0),     # TrustRAG's n-gram test as an echo link (0.25: its code's value; 1: off)
 }
 
 
@@ -119,11 +136,18 @@ def dev_metrics(result, method: str) -> list[dict]:
     return [by_method[method] for by_method in result.split_metrics.get(DEV, {}).values()]
 
 
+def bare_metric(result, method: str, metric: str) -> float:
+    """One method's dev metric on the bare form (a planted text without the question before it)."""
+    return result.split_metrics.get(DEV, {}).get("bare", {}).get(method, {}).get(metric) or 0.0
+
+
 def score(defence: Mapping[str, list[dict]], votes: Mapping[str, float],
-          union_accuracy: Mapping[str, float] | None = None, rows: Sequence[SweepRow] = ROWS) -> Scores:
+          union_accuracy: Mapping[str, float] | None = None, rows: Sequence[SweepRow] = ROWS,
+          planted: Mapping[str, float] | None = None, defence_planted: Mapping[str, float] | None = None) -> Scores:
     """defence: row → its dev metrics per form; votes: agent row → the better vote's context_asr;
-    union_accuracy: clean row → union's answer accuracy."""
-    union_accuracy = union_accuracy or {}
+    union_accuracy: clean row → union's answer accuracy; planted: corpus row → the lower bare answer_asr of naive
+    and TrustRAG; defence_planted: corpus row → the defence's bare answer_asr."""
+    union_accuracy, planted, defence_planted = union_accuracy or {}, planted or {}, defence_planted or {}
     asr, violations, recall, fprs, clean_accuracy, flagged = {}, [], 0.0, [], 0.0, []
     for row in rows:
         metrics = defence.get(row.name)
@@ -135,6 +159,9 @@ def score(defence: Mapping[str, list[dict]], votes: Mapping[str, float],
                 flagged.append(min(m.get("anomaly_tpr") or 0.0 for m in metrics))
             if row.against_vote and asr[row.name] > votes.get(row.name, math.inf) + 1e-9:
                 violations.append(row.name)
+            if row.against_planted_answer and row.name in defence_planted and \
+                    defence_planted[row.name] > planted.get(row.name, math.inf) + 1e-9:
+                violations.append(f"{row.name} answer_asr")
             if row.keeps_answers and "clean" in union_accuracy and \
                     min(m["answer_accuracy"] or 0.0 for m in metrics) < union_accuracy["clean"] - ACCURACY_SLACK - 1e-9:
                 violations.append(f"{row.name} accuracy")
@@ -180,7 +207,7 @@ def sweep(evaluations: Mapping[str, tuple[Evaluation, Sequence]], base: Retrieva
           grid: Mapping[str, Sequence[float]] = GRID, rows: Sequence[SweepRow] = ROWS,
           progress: Callable[[str], None] = print) -> dict:
     """evaluations: data set → (its Evaluation, its dev cases). Returns the report."""
-    prepared, votes, union_accuracy = {}, {}, {}
+    prepared, votes, union_accuracy, planted = {}, {}, {}, {}
     for row in rows:
         evaluation, cases = evaluations[row.dataset]
         started = time.perf_counter()
@@ -190,15 +217,20 @@ def sweep(evaluations: Mapping[str, tuple[Evaluation, Sequence]], base: Retrieva
             result = evaluation.judge_run(run, base, methods=(DEFENCE, "union", "majority"))
             votes[row.name] = min(max(m["context_asr"] for m in dev_metrics(result, name))
                                   for name in ("union", "majority"))
+        if row.against_planted_answer:
+            result = evaluation.judge_run(run, base, methods=(DEFENCE, "naive", "trustrag"))
+            planted[row.name] = min(bare_metric(result, name, "answer_asr") for name in ("naive", "trustrag"))
         if row.keeps_accuracy:
             result = evaluation.judge_run(run, base, methods=(DEFENCE, "union"))
             union_accuracy[row.name] = min(m["answer_accuracy"] or 0.0 for m in dev_metrics(result, "union"))
         progress(f"prepared {row.name} ({len(run.cases)} dev questions, {time.perf_counter() - started:.1f} s)")
 
     def measure(settings: RetrievalSettings) -> Scores:
-        defence = {name: dev_metrics(evaluation.judge_run(run, settings, methods=(DEFENCE,)), DEFENCE)
+        results = {name: evaluation.judge_run(run, settings, methods=(DEFENCE,))
                    for name, (evaluation, run) in prepared.items()}
-        return score(defence, votes, union_accuracy, rows)
+        defence = {name: dev_metrics(result, DEFENCE) for name, result in results.items()}
+        defence_planted = {name: bare_metric(results[name], DEFENCE, "answer_asr") for name in planted}
+        return score(defence, votes, union_accuracy, rows, planted, defence_planted)
 
     configured = measure(base)
     passes, current_settings, current_scores = [], base, configured
@@ -228,7 +260,7 @@ def sweep(evaluations: Mapping[str, tuple[Evaluation, Sequence]], base: Retrieva
             break
     chosen = {name: getattr(current_settings, name) for name in grid}
     return {"split": DEV, "rows": [dataclasses.asdict(r) | {"config": _config_json(r.config)} for r in rows],
-            "votes": votes, "union_accuracy": union_accuracy, "configured": _scores_json(configured), "chosen": chosen,
+            "votes": votes, "union_accuracy": union_accuracy, "planted_baselines": planted, "configured": _scores_json(configured), "chosen": chosen,
             "chosen_scores": _scores_json(current_scores),
             "changed": {name: {"was": getattr(base, name), "now": value}
                         for name, value in chosen.items() if value != getattr(base, name)},

@@ -94,6 +94,18 @@ def test_answers_lost_under_an_agent_attack_break_a_floor_against_union_clean_ac
     assert corpus.vote_violations == ()     # poisoning rows are scored by what they plant, not by answers
 
 
+def test_a_planted_answer_given_more_often_than_naive_or_trustrag_gives_it_breaks_a_floor():
+    metric = {"context_asr": 0.2, "anomaly_fpr": 0.0, "clean_recall_at_k": None, "answer_accuracy": 0.1}
+    defence = {"corpus_p1": [metric], "nq_corpus_p1": [metric]}
+    planted = {"corpus_p1": 0.30, "nq_corpus_p1": 0.20}      # the lower of naive's and TrustRAG's bare answer_asr
+    s = rs.score(defence, {}, {}, planted=planted, defence_planted={"corpus_p1": 0.30, "nq_corpus_p1": 0.21})
+    assert s.vote_violations == ("nq_corpus_p1 answer_asr",)     # equal to the better baseline is no breach
+    rows = {r.name: r for r in rs.ROWS}
+    assert all(rows[n].against_planted_answer and "bare" in rows[n].config.forms
+               for n in ("corpus_p1", "corpus_p2", "nq_corpus_p1", "nq_corpus_p2", "msmarco_corpus_p1",
+                         "msmarco_corpus_p2"))
+
+
 def test_with_value_keeps_integer_settings_integers():
     changed = rs.with_value(RetrievalSettings(), "echo_min_size", 4.0)
     assert changed.echo_min_size == 4 and isinstance(changed.echo_min_size, int)
