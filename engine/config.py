@@ -45,10 +45,10 @@ BUILTIN_BACKENDS = {
 class RetrievalSettings:
     k_per_agent: int = 8          # chunks asked of each retriever
     context_k: int = 5            # chunks in the safe context
-    rrf_k: int = 10               # reciprocal-rank fusion: small, so rank matters as well as count
+    rrf_k: int = 5                # reciprocal-rank fusion: small, so rank matters as well as count
     max_chunk_chars: int = 4000   # longer chunk texts are cut (and the cut recorded)
     embedder: str = "dense-minilm"    # the engine's own embedder for passage features
-    quorum_share: float = 0.35    # share of retriever weight that must return a passage
+    quorum_share: float = 0.5     # share of retriever weight that must return a passage
     echo_similarity: float = 0.8  # cosine at which two different passages are near-duplicates
     echo_min_size: int = 2        # near-duplicates it takes to make an echo cluster (a pair: chosen on dev, #29)
     echo_margin: float = 0.02     # how much closer to the question than any independent passage an echo sits
