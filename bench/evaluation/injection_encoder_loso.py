@@ -1,9 +1,9 @@
 """`main.py eval injection --leave-one-out --encoder`: the injection encoder on sources it never saw.
 
 The folds are injection_loso's: each family held out whole, training on every other record that shares no text
-with it, less the attack seeds that quote it. Only the families the target applies to are run (at least
-MIN_POSITIVES data-channel injections), since each fold fine-tunes its own encoder (about 11 minutes on two
-cores). Per fold:
+with it, less the attack seeds that quote or paraphrase it (injection_loso._project_for). Only the families the
+target applies to are run (at least MIN_POSITIVES data-channel injections), since each fold fine-tunes its own
+encoder (about 11 minutes on two cores). Per fold:
 
 - the encoder is fine-tuned and its operating point chosen on the fold's training examples
   (bench/train/injection_encoder.fit_and_calibrate: the point on the fifth it set aside);

@@ -9,7 +9,8 @@ host document. Here each source family is held out whole, in turn:
 - for each unit the classifier is fitted and calibrated (out of fold, bench/train/gateway.py) and the
   seed scanner's midpoints chosen on every other record, less any record that shares a text of 30 or
   more characters with the unit (RobustRAG's passages quote PoisonedRAG and HotpotQA questions), and
-  less any attack seed that quotes the unit;
+  less any attack seed that quotes the unit or paraphrases it (a seed's "paraphrases" field names the unit
+  whose template it rewords: resources/gateway/attack_seeds.jsonl);
 - the unit's records, and the held-out half of the project's benign tool output, then go through a
   gateway built with those scanners, as configured, and again without the pattern rules. The pattern
   rules cannot be held out: they were written while reading dev rows of every source, so "without
@@ -84,9 +85,11 @@ def folds(rows: Sequence[dict], records: Sequence[Record]) -> list[Fold]:
 
 
 def _project_for(fold: Fold, project: Sequence) -> tuple[list, int]:
-    """The project's examples, less attack seeds that quote the held-out unit."""
+    """The project's examples, less attack seeds that quote the held-out unit or paraphrase it (their
+    `paraphrases` names the unit)."""
     held = [r.text for r in fold.records]
-    keep = [e for e in project if not (e.origin == "attack_seeds" and any(shares_text(e.text, h) for h in held))]
+    keep = [e for e in project if not (e.origin == "attack_seeds" and (
+        e.paraphrases == fold.unit or any(shares_text(e.text, h) for h in held)))]
     return keep, len(project) - len(keep)
 
 

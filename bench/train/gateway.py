@@ -8,7 +8,8 @@ Training data (never the test split, never copied into the project):
   so the other half measures false positives): resources/corpus passages, and resources/gateway/
   benign_agent_traffic.jsonl (e-mails, to-do lists, password resets, API results, code, EN and ZH);
 - resources/gateway/benign_operator_requests.jsonl (ordinary questions and requests an operator types);
-- resources/gateway/attack_seeds.jsonl (injections written here, English and Chinese).
+- resources/gateway/attack_seeds.jsonl (injections written here, English and Chinese; a seed that
+  paraphrases a public family's template names it in "paraphrases", for the leave-one-out folds).
 
 Two heads over the same hashed features (engine/gateway/features.py): DATA (passages, tool results, agent
 messages: any order addressed to the reader is an injection, a bare "Write a poem" included) and USER
@@ -66,6 +67,8 @@ class Example:
     origin: str
     head: str = "data"      # "data", "user" or "both": which head learns it
     group: str = ""         # examples of one group share a fold (a host document and its injected copies)
+    paraphrases: str = ""   # the public family (injection_loso's unit) a project text paraphrases, if any: it
+                            # does not train a fold that holds that family out
 
 
 def content_id(text: str) -> str:
@@ -129,7 +132,7 @@ def project_examples(*, split: str | None = DEV) -> list[Example]:
             if keep(r["text"])]
     out += [Example(r["text"], 0, "benign_operator_requests", "user", content_id(r["text"])) for r in _rows(OPERATOR)]
     out += [Example(r["text"], 1, "attack_seeds", "both" if r.get("kind") in USER_KINDS else "data",
-                    content_id(r["text"])) for r in _rows(SEEDS)]
+                    content_id(r["text"]), str(r.get("paraphrases", ""))) for r in _rows(SEEDS)]
     return out
 
 

@@ -6,16 +6,21 @@ data, the dev half of the project's benign tool output and corpus, the attack se
 in every piece they are scored in and positives in their windows, each (label, source) weighing the square root
 of its size and the classes half each; batches are drawn with those weights (`steps` batches, not epochs).
 
-The operating point is chosen on the examples a hash of their group sets aside (a fifth; a host document and its
-injected copies stay together), which the model never trains on: the raw margin that CALIBRATION_FPR of their
-benign texts reach. Those figures are the artifact's recorded dev figures, and CHECK_SIZE of those texts are
-written beside it with their scores, which tests/engine/test_gateway_encoder.py scores again (only the project's own texts: the shared data is
-read, never copied).
+The operating point is chosen on the examples a hash of their component sets aside (a fifth), which the model never
+trains on: the raw margin that CALIBRATION_FPR of their benign texts reach. A component joins examples of one group
+(a host document and its injected copies) and examples whose texts share a run of SHARED_RUN characters (whitespace
+and case normalised: one attack string inserted into several hosts, a template filled many times, a seed quoting a
+record), so no set-aside text shares such a run with a text trained on. Those figures are the artifact's recorded
+dev figures, and CHECK_SIZE of those texts are written beside it with their scores, which
+tests/engine/test_gateway_encoder.py scores again (only the project's own texts: the shared data is read, never
+copied).
 
 Deterministic for a seed on one machine (torch's seed, numpy's draws)."""
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import json
 import math
 import sys
@@ -37,7 +42,8 @@ CHECK_TEXTS = "check_texts.jsonl"     # beside the artifact: calibration texts a
 # Only the project's own texts are written beside the artifact: the shared data is read, never copied.
 OWN_ORIGINS = frozenset({"corpus", "benign_agent_traffic", "attack_seeds"})
 CHECK_SIZE = 60
-CALIBRATION_SHARE = 5                 # one group in this many is set aside for the operating point
+CALIBRATION_SHARE = 5                 # one component in this many is set aside for the operating point
+SHARED_RUN = 40                       # characters: examples whose texts share a run this long are set aside together
 CALIBRATION_FPR = 0.01                # half the issue's data target (0.02), as for the classifier
 
 
@@ -59,10 +65,81 @@ def data_examples(rows: Sequence[dict], project: Sequence[Example]) -> list[Exam
     return for_head(shared_examples(rows)[0] + list(project), "data")
 
 
-def set_aside(example: Example) -> bool:
-    """Whether an example is in the calibration fifth (by its group: a host and its injected copies together)."""
-    key = example.group or example.text
+def held_out(key: str) -> bool:
+    """Whether the component with this key is in the calibration fifth (a hash of the key)."""
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % CALIBRATION_SHARE == 0
+
+
+def set_aside(examples: Sequence[Example]) -> list[bool]:
+    """Per example, whether it is in the calibration fifth: by its component (components())."""
+    return [held_out(key) for key in components(examples)]
+
+
+def normalised(text: str) -> str:
+    """Whitespace runs as one space, lower case: what runs are compared on."""
+    return " ".join(text.split()).lower()
+
+
+# an odd 64-bit multiplier; run hashes are polynomials in it modulo 2 ** 64 (numpy's uint64 arithmetic wraps)
+_BASE = np.uint64(0x9E3779B97F4A7C15)
+_POWERS = np.array([pow(int(_BASE), SHARED_RUN - 1 - j, 2 ** 64) for j in range(SHARED_RUN)], dtype=np.uint64)
+
+
+def run_hashes(text: str) -> np.ndarray:
+    """A 64-bit hash of every SHARED_RUN-character run of the normalised text (none if it is shorter)."""
+    codes = np.frombuffer(normalised(text).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if len(codes) < SHARED_RUN:
+        return np.zeros(0, dtype=np.uint64)
+    return np.lib.stride_tricks.sliding_window_view(codes, SHARED_RUN) @ _POWERS
+
+
+def components(examples: Sequence[Example]) -> list[str]:
+    """Each example's component key: a union-find over two links, the same group (a host document and its injected
+    copies; an example without one is its own text) and a shared SHARED_RUN-character run of the normalised texts
+    (found by hashing every run once and sorting the hashes); a text shorter than that counts as one run of its own
+    length, linked to every text that holds all of it (BIPIA's short attack strings recur in several hosts). The key
+    is the smallest group key in the component, so an example linked to nothing keeps its group's key."""
+    keys = [e.group or e.text for e in examples]
+    parent = list(range(len(examples)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(i: int, j: int) -> None:
+        a, b = find(i), find(j)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        union(i, first.setdefault(key, i))
+    hashes = [run_hashes(e.text) for e in examples]
+    if any(len(h) for h in hashes):
+        found = np.concatenate(hashes)
+        owner = np.repeat(np.arange(len(examples)), [len(h) for h in hashes])
+        order = np.argsort(found, kind="stable")
+        found, owner = found[order], owner[order]
+        same = np.flatnonzero(found[1:] == found[:-1])
+        for a, b in zip(owner[same].tolist(), owner[same + 1].tolist()):
+            if a != b:
+                union(a, b)
+    flat = [normalised(e.text) for e in examples]
+    joined = "\0".join(flat)                     # every text once; an offset's owner by bisection
+    starts = list(itertools.accumulate((len(t) + 1 for t in flat[:-1]), initial=0))
+    for i, short in enumerate(flat):
+        if 0 < len(short) < SHARED_RUN:
+            at = joined.find(short)
+            while at >= 0:
+                union(i, bisect.bisect_right(starts, at) - 1)
+                at = joined.find(short, at + 1)
+    smallest: dict[int, str] = {}
+    for i, key in enumerate(keys):
+        root = find(i)
+        smallest[root] = min(smallest.get(root, key), key)
+    return [smallest[find(i)] for i in range(len(examples))]
 
 
 def fine_tune(train: Sequence[Example], options: EncoderOptions = EncoderOptions(),
@@ -145,8 +222,9 @@ class Fitted:
 def fit_and_calibrate(examples: Sequence[Example], options: EncoderOptions = EncoderOptions(),
                       progress: Progress = lambda message: None) -> Fitted:
     """Fine-tuned on four fifths of `examples`, its operating point chosen on the fifth set aside."""
-    train = [e for e in examples if not set_aside(e)]
-    held = [e for e in examples if set_aside(e)]
+    aside = set_aside(examples)
+    train = [e for e, a in zip(examples, aside) if not a]
+    held = [e for e, a in zip(examples, aside) if a]
     progress(f"encoder: {len(train)} examples to learn from, {len(held)} set aside for the operating point")
     tokenizer, model = fine_tune(train, options, progress)
     found = text_margins(tokenizer, model, [e.text for e in held], options.max_length)

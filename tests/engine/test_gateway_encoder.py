@@ -146,7 +146,8 @@ def test_the_shipped_artifact_reproduces_its_recorded_dev_figures():
     """The whole set-aside fifth of dev scored again (a few minutes): tpr and fpr as the manifest records them."""
     from bench.train.gateway import dev_rows, project_examples
     from bench.train.injection_encoder import data_examples, rates, set_aside
-    held = [e for e in data_examples(dev_rows(), project_examples()) if set_aside(e)]
+    examples = data_examples(dev_rows(), project_examples())
+    held = [e for e, aside in zip(examples, set_aside(examples)) if aside]
     model = EncoderModel(threads=2)
     found = [max(model.margins(features.pieces(e.text))) for e in held]
     figures = rates(found, [e.label for e in held], model.manifest.threshold)
