@@ -31,8 +31,8 @@ from .anomaly import (LOOKALIKE_BAND, EchoVerdict, density_labels, edited_copies
                       near_duplicate_groups)
 from .clean import Dropped, clean
 from .consensus import agent_agreement, vote_weights
-from .lexical import rouge_links
 from .features import Passage, internally_consistent, metadata_confidence
+from .lexical import rouge_links
 
 EXCLUDING_FLAGS = frozenset({PassageFlag.ECHO, PassageFlag.TAMPERED, PassageFlag.DISPUTED})  # its retriever is reported
 ANOMALY_FLAGS = EXCLUDING_FLAGS | {PassageFlag.OUTLIER}    # a passage with any of these never enters the context
@@ -240,7 +240,8 @@ class SecureRetrieval:
         independent = np.array([not (f & {PassageFlag.TAMPERED, PassageFlag.DISPUTED}) for f in marks.flags])
         # Two texts that share long runs of words in order are near-duplicates too, whatever the embedder says
         # (TrustRAG's n-gram test: texts written for one question share its n-grams).
-        linked = np.where(rouge_links([c.text for c in chunks], s.echo_rouge), np.maximum(similarity, s.echo_similarity), similarity)
+        lexical = rouge_links([c.text for c in chunks], s.echo_rouge)
+        linked = np.where(lexical, np.maximum(similarity, s.echo_similarity), similarity)
         groups = near_duplicate_groups(np.where(np.outer(independent, independent), linked, 0.0),
                                        s.echo_similarity, s.echo_min_size)
         claimed: set[int] = set()
