@@ -1,5 +1,5 @@
 """Quorum: `python main.py` (console) | ask | fleet up | audit verify|list|export | review | agents | eval |
-trace | memory | tools | gateway | train | alerts | llm | judge | index | screenshot | bench. Exit codes: engine/cli/exit_codes.py
+trace | memory | tools | gateway | alerts | llm | judge | index | screenshot | bench. Exit codes: engine/cli/exit_codes.py
 (0 ok, 1 failure, 2 bad input)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import sys
 
 # Each command's module, in the order --help lists them: add_parser(sub) and run(args) -> int. The product's
-# commands are engine.cli's; eval, gateway and train (the classifiers' training) and bench are the bench's,
+# commands are engine.cli's; eval, gateway (the classifiers' training) and bench are the bench's,
 # screenshot and bench ui the console's. Each is imported only when the full parser is built.
 COMMAND_MODULES = {
     "ask": "engine.cli.ask",
@@ -27,7 +27,6 @@ COMMAND_MODULES = {
     "judge": "engine.cli.judge",
     "index": "engine.cli.index",
     "screenshot": "console.gallery",
-    "train": "bench.train.verifier_cli",
     "bench": "bench.perf.cli",
 }
 BENCH_UI_MODULE = "console.bench_ui"     # `bench ui`: the console's responsiveness, beside bench's own kinds

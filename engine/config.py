@@ -22,7 +22,6 @@ from .settings.cascade import CascadeSettings
 from .settings.gateway import GatewaySettings
 from .settings.telemetry import TelemetrySettings, check_telemetry
 from .settings.judge import JudgeSettings
-from .settings.meaning import MeaningSettings
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
 from .types import (AGENT_ID, JUDGE_BACKEND, LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile,
@@ -107,7 +106,6 @@ class EngineSettings:
     cascade: CascadeSettings = CascadeSettings()
     gateway: GatewaySettings = GatewaySettings()
     telemetry: TelemetrySettings = TelemetrySettings()   # traces out over OTLP (engine.telemetry), off by default
-    meaning: MeaningSettings = MeaningSettings()         # the meaning verifier (engine/verify/meaning.py)
     judge: JudgeSettings = JudgeSettings()               # where judges read meaning (engine/generation/judging.py)
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode=RetrievalMode.OPTIMISTIC),
@@ -224,9 +222,12 @@ def _build_section(file: str, where: str, cls: type, table: Any) -> Any:
 def load_settings(path: Path | None = None) -> EngineSettings:
     path = Path(path) if path else DEFAULT_SETTINGS
     file = str(path)
-    data = _check_keys(file, "", _read_toml(path), {"retrieval", "generation", "limits", "tiers", "risk",
-                                                               "reputation", "cascade", "gateway",
-                                                               "telemetry", "meaning", "judge"})
+    raw = _read_toml(path)
+    if "meaning" in raw:      # an older file: the table of the meaning cross-encoder, which is gone
+        raise ConfigError(file, "meaning", "the meaning verifier was removed: the LLM judge reads meaning "
+                                           "(its settings are [judge]); delete this table")
+    data = _check_keys(file, "", raw, {"retrieval", "generation", "limits", "tiers", "risk",
+                                       "reputation", "cascade", "gateway", "telemetry", "judge"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -241,7 +242,6 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         cascade=_build_section(file, "cascade", CascadeSettings, data.get("cascade", {})),
         gateway=_build_section(file, "gateway", GatewaySettings, data.get("gateway", {})),
         telemetry=check_telemetry(file, _build_section(file, "telemetry", TelemetrySettings, data.get("telemetry", {}))),
-        meaning=_build_section(file, "meaning", MeaningSettings, data.get("meaning", {})),
         judge=_build_section(file, "judge", JudgeSettings, data.get("judge", {})),
         tiers=tiers,
     )
@@ -255,8 +255,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("retrieval", "corroboration"), ("retrieval", "tamper_similarity"),
                          ("cascade", "theta"), ("cascade", "w_sfv"), ("cascade", "w_csct"), ("cascade", "w_cpm"),
                          ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor"),
-                         ("meaning", "entails_threshold"), ("meaning", "answers_threshold"), ("meaning", "lift"),
-                         ("meaning", "relative"), ("judge", "answers_at")):
+                         ("judge", "answers_at")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
     from .settings.cascade import CHOICES

@@ -49,7 +49,6 @@ from .store.db import Store
 from .telemetry import start_telemetry
 from .types import AgentKind, AgentOutcome, AgentState, CanaryState, RiskTier
 from .verify.embedders import EMBEDDERS, CachedEmbedder
-from .verify.meaning import LazyMeaning
 from .answer import Answer
 
 Listener = Callable[[object], None]    # receives engine.events types and reputation events
@@ -88,7 +87,6 @@ class EngineParts:
     corpus_hashes: CorpusHashes        # the indexed corpus's passages, replaced after each index
     cache_dir: Path
     clock: Callable[[], float]
-    meaning: LazyMeaning | None = None  # the meaning verifier (None when [meaning] is off)
 
 
 class Engine:
@@ -160,15 +158,13 @@ class Engine:
         memory = MemoryStore(store, screen, schedule=SnapshotSchedule(settings.gateway.snapshot_every_s))
         tools = ToolBroker(permissions, store, screen, memory, agents=fleet.agents)
         corpus_hashes = CorpusHashes()
-        meaning = LazyMeaning() if settings.meaning.enabled else None
         pipeline = Pipeline(settings, client, registry, self._emit, SecureRetrieval(settings.retrieval, embedder),
                             clock=clock, sessions=sessions, tools=tools, memory=memory, on_late=self._on_late_reply,
-                            corpus=corpus_hashes, meaning=meaning)
+                            corpus=corpus_hashes)
         return EngineParts(store=store, registry=registry, keyring=keyring, client=client, launcher=launcher,
                            embedder=embedder, gateway=gateway, sessions=sessions, review=ReviewQueue(store),
                            reputation=reputation, alerts=AlertBook(store, clock=clock), memory=memory, tools=tools,
-                           pipeline=pipeline, corpus_hashes=corpus_hashes, cache_dir=cache_dir, clock=clock,
-                           meaning=meaning)
+                           pipeline=pipeline, corpus_hashes=corpus_hashes, cache_dir=cache_dir, clock=clock)
 
     # --- events ----------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -256,8 +252,6 @@ class Engine:
             self.corpus.index_now(loop, actor="engine")
         parts.embedder.embed_query("warm-up")     # loads the model even when every passage was cached
         anomaly.warm_up()
-        if parts.meaning is not None:
-            parts.meaning.load()      # checks the artifact and its base: an altered one fails the start here
         if parts.gateway is not None:
             parts.gateway.warm_up()
 

@@ -66,7 +66,7 @@ class Pipeline:
     def __init__(self, settings: EngineSettings, client: AgentClient, registry: AgentRegistry, emit: Emit,
                  secure: SecureRetrieval, clock: Callable[[], float] = time.time, *,
                  sessions: GatewaySessions | None = None, tools=None, memory=None, on_late: OnLate | None = None,
-                 corpus: CorpusHashes | None = None, meaning=None) -> None:
+                 corpus: CorpusHashes | None = None) -> None:
         self.settings = settings
         self.registry = registry
         self.emit = emit
@@ -75,7 +75,7 @@ class Pipeline:
         self.calls = AgentCalls(client, registry, emit, clock, on_late)
         self.fetch = SecureFetch(settings, self.calls, secure, corpus or CorpusHashes(), emit, clock)
         self.synthesize = SynthesizeStage(settings, self.calls, secure.embedder, emit, clock, memory=memory,
-                                          tools=tools, meaning=meaning)
+                                          tools=tools)
         self.monitors = Monitors(secure.embedder, settings.cascade, coverage=settings.generation.claim_coverage,
                                  alignment=settings.generation.alignment)
 

@@ -290,6 +290,7 @@ class CheckReason(str, enum.Enum):
     JUDGED = "judged"                          # the verifiers judged it against the chunks it cites (see its label)
     CITES_NOTHING = "cites_nothing"            # it cites no chunk
     CITES_UNKNOWN = "cites_unknown"            # it cites chunks that are not in the safe context
+    # The two below were the meaning verifier's (removed: the judges read meaning); only older records carry them.
     NOT_ENTAILED = "not_entailed"              # its words are in the evidence, but its evidence does not entail it
     ENTAILED = "entailed"                      # the words could not place it, its evidence entails it (a paraphrase)
 
@@ -305,8 +306,8 @@ class ClaimCheck:
     origin: ClaimOrigin = ClaimOrigin.DECLARED
     votes: tuple[Vote, ...] = ()           # each verifier's label, for the reputation of verifiers
     reason_kind: CheckReason = CheckReason.JUDGED   # the reason as vocabulary
-    entailment: float | None = None        # P(its aligned evidence entails it), the meaning verifier's; None: not read
-    premise: str = ""                      # the evidence sentences it was read against
+    entailment: float | None = None        # P(its aligned evidence entails it), the removed meaning verifier's: older
+    premise: str = ""                      # records only; the evidence sentences it was read against (None/"": not read)
 
 
 class ChallengeOutcome(str, enum.Enum):
@@ -335,8 +336,8 @@ class Candidate:
     consistency: float = 0.0               # share of its core facts the other answers agree with
     challenge: str = ""                    # outcome of asking it to show the evidence for a doubtful claim, for people
     challenge_outcome: ChallengeOutcome | None = None   # the same, as vocabulary (None: not challenged)
-    relevance: float | None = None         # P(the answer answers the question), the meaning verifier's; None: not read
-    off_topic: bool = False                # the meaning verifier read it as not answering the question
+    relevance: float | None = None         # P(it is the passages' answer), the judges' reading; None: not read
+    off_topic: bool = False                # the judges read it as not the passages' answer: set aside
     relevance_by: str = ""                 # whose reading relevance is ("read by ver-judge"); "": not read
 
 

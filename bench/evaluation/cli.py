@@ -182,8 +182,6 @@ def _add_generation_parser(commands) -> None:
     gen.add_argument("--json", type=Path, help="write the summary here, with .md, .svg and .cases.jsonl beside it")
     gen.add_argument("--settings", type=Path, help="engine settings file (default: config/engine.toml)")
     gen.add_argument("--cache-dir", type=Path, help="embedding cache (default: <user cache dir>/quorum/eval)")
-    gen.add_argument("--no-meaning", action="store_true",
-                     help="the word checks alone, without the meaning verifier (what the defence was before it)")
     gen.add_argument("--judge", action="store_true",
                      help="decide as the product does on the medium tier, with the shipped judge (Qwen 1.5B, "
                           "in process) reading where the cheap checks cannot decide (engine/generation/judging.py)")
@@ -442,10 +440,6 @@ def _generation(args) -> int:
     kind = settings.retrieval.embedder
     fingerprint = _source_fingerprint(args.settings, GENERATION_DEFENCE, GENERATION_MEASURED)
     load_before = _load_average()
-    meaning = None
-    if settings.meaning.enabled and not args.no_meaning:
-        from engine.verify.meaning import MeaningModel
-        meaning = MeaningModel()
     rewriter = None
     if any(p.lie.value == "llm-rewrite" for p in profiles):
         rewriter = _lie_writer(cache_dir)
@@ -458,7 +452,6 @@ def _generation(args) -> int:
                 evaluation = GenerationEvaluation(settings.generation, embedder, verifier_embedder=claims.cached,
                                                   warm_verifier=claims.warm, k=args.k, seed=args.seed,
                                                   profiles=profiles, progress=Progress(),
-                                                  meaning=meaning, meaning_settings=settings.meaning,
                                                   rewriter=rewriter, **extra)
                 result = evaluation.run(questions)
             finally:

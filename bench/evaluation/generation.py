@@ -35,7 +35,6 @@ from engine.config import GenerationSettings, RetrievalSettings
 from engine.ingest.corpus import Corpus
 from engine.errors import InputError
 from engine.generation.adjudicate import Decision, adjudicate
-from engine.settings.meaning import MeaningSettings
 from engine.text import sentences
 from engine.types import Chunk, ContextChunk, Generation
 from engine.verify.sentences import rank_sentences
@@ -294,8 +293,7 @@ class GenerationEvaluation:
     def __init__(self, settings: GenerationSettings, embedder, *, verifier_embedder=None,
                  warm_verifier: Callable[[Sequence[str]], None] | None = None, k: int = DEFAULT_K, seed: int = 0,
                  profiles: Sequence[Profile] = HEADLINE, progress: Callable[..., None] | None = None,
-                 adjudicator=adjudicate, meaning=None, meaning_settings: MeaningSettings = MeaningSettings(),
-                 rewriter: Rewriter | None = None) -> None:
+                 adjudicator=adjudicate, rewriter: Rewriter | None = None) -> None:
         if k < 1:
             raise InputError(f"--k must be at least 1, found {k}")
         self.settings = settings
@@ -307,8 +305,6 @@ class GenerationEvaluation:
         self.profiles = tuple(profiles)
         self.progress = progress or _silent
         self.adjudicator = adjudicator
-        self.meaning = meaning                      # the meaning verifier (None: the word checks alone)
-        self.meaning_settings = meaning_settings
         self.rewriter = rewriter                    # the LLM that writes the llm-rewrite lies (None: skipped)
 
     # ---- phase 1 ------------------------------------------------------------------------------
@@ -342,8 +338,7 @@ class GenerationEvaluation:
         started = time.perf_counter()
         try:
             decision = runner.run(self.adjudicator(q.question, dict(fleet.generations), item.context, self.settings,
-                                                   verifier, embedder=self.verifier_embedder, meaning=self.meaning,
-                                                   meaning_settings=self.meaning_settings))
+                                                   verifier, embedder=self.verifier_embedder))
         except Exception as exc:   # the defence is under active development: one failure must not lose a run
             return gm.error_row(facts, f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000

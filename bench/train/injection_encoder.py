@@ -146,7 +146,7 @@ def fine_tune(train: Sequence[Example], options: EncoderOptions = EncoderOptions
               progress: Progress = lambda message: None):
     """(tokenizer, model) fine-tuned on `train` (data-head examples)."""
     import torch
-    from engine.verify.meaning import base_classifier, base_folder
+    from engine.verify.fine_tuned import base_classifier, base_folder
     torch.manual_seed(options.seed)
     torch.set_num_threads(options.threads)
     tokenizer, model = base_classifier(base_folder(BASE_PACKAGE))
@@ -238,7 +238,7 @@ def save(fitted: Fitted, folder: Path, options: EncoderOptions, dev: dict) -> En
     """Writes what training changed (fp16, the word embeddings left out), the manifest and the check texts."""
     import torch
     from importlib.metadata import version
-    from engine.verify.meaning import base_folder, sha256_of
+    from engine.verify.fine_tuned import base_folder, sha256_of
     folder.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to(torch.float16) for k, v in fitted.model.state_dict().items() if k not in FROZEN}
     weights = folder / WEIGHTS

@@ -130,7 +130,7 @@ CANDIDATE_COLUMNS: tuple[Column[Candidate], ...] = (
            tooltip=lambda c: ("not read for meaning" if c.relevance is None else
                               ("does not answer the question" if c.off_topic else "answers the question")
                               + (f", {c.relevance_by}" if c.relevance_by else "")),
-           header_tooltip="How likely its answer answers the question (the judge agents, or the meaning verifier); "
+           header_tooltip="How likely its answer answers the question (the judge agents); "
                           "one that does not is never given"),
     Column("Agrees with", lambda c: ", ".join(c.agreeing) or "no one",
            foreground=lambda c: None if c.agreeing else style.tones().muted),
@@ -162,7 +162,8 @@ CHECK_COLUMNS = (
     Column("Entailed", lambda k: "—" if k.entailment is None else f"{k.entailment:.2f}", align=RIGHT,
            foreground=lambda k: style.tones().bad if k.reason_kind is CheckReason.NOT_ENTAILED else None,
            tooltip=lambda k: f"read against: {k.premise}" if k.premise else "not read for meaning",
-           header_tooltip="How likely its aligned evidence sentences entail it (the meaning verifier)"),
+           header_tooltip="How likely its aligned evidence sentences entail it (the meaning verifier, since removed: "
+                          "older answers only)"),
     Column("Reason", lambda k: k.reason, foreground=lambda k: None if k.supported else style.tones().bad,
            tooltip=lambda k: k.reason),
     Column("Cites", lambda k: ", ".join(k.claim.citations) or "—"),

@@ -16,7 +16,6 @@ from typing import Mapping, Sequence
 
 from ..config import GenerationSettings
 from ..settings.judge import JudgeSettings
-from ..settings.meaning import MeaningSettings
 from ..text import coverage
 from ..types import (Candidate, CheckReason, Chunk, Claim, ClaimCheck, ClaimLabel, ClaimOrigin, ContextChunk, Generation,
                      JudgeNote, Verdict)
@@ -24,8 +23,6 @@ from ..verify.dated import dated_conflict
 from ..verify.verifier import Judgement, Verifier
 from .claims import claims_to_check
 from .consistency import contradicts, mutual_agreement
-from .meaning_check import MeaningReader, read_meaning
-from .positions import competing_positions
 from .reading import Reading
 
 
@@ -79,15 +76,12 @@ def credibility(support: float, consistency: float, reputation: float, s: Genera
 async def adjudicate(question: str, generations: Mapping[str, Generation], context: tuple[ContextChunk, ...],
                      settings: GenerationSettings, verifier: Verifier, *, embedder=None,
                      reputations: Mapping[str, float] | None = None, trace_id: str = "",
-                     free_text: frozenset[str] = frozenset(), meaning: MeaningReader | None = None,
-                     meaning_settings: MeaningSettings = MeaningSettings(),
-                     reading: Reading | None = None, judge_settings: JudgeSettings = JudgeSettings()) -> Decision:
+                     free_text: frozenset[str] = frozenset(), reading: Reading | None = None,
+                     judge_settings: JudgeSettings = JudgeSettings()) -> Decision:
     """free_text: generators (LLMs) whose answer may be given only with settings.free_text_min_support of its
     claims supported (all, by default): it is still a position, shown, but never the answer with a claim short.
-    meaning: the meaning verifier; with it, a claim counts as supported only where its evidence entails it, an
-    answer is given only if it answers the question, and answers agree only among those that pass both.
     reading: the judges' reading of the answers against their passages (engine.generation.judging); where given,
-    it decides which answers are the passages' answer (Reading.is_answer), with [meaning] on or off."""
+    it decides which answers are the passages' answer (Reading.is_answer)."""
     evidence = {c.chunk.id: c.chunk for c in context}
     answered = {agent: gen for agent, gen in generations.items() if gen.answer.strip()}
     if not answered:
@@ -101,25 +95,15 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
                                      for agent, gen in answered.items()))
     checks: dict[str, tuple[ClaimCheck, ...]] = {agent: tuple(c) for agent, c in zip(answered, checked)}
     relevance: dict[str, float] = {}
-    answers_at = 0.0
-    if meaning is not None:
-        read = await read_meaning(question, {a: g.answer for a, g in answered.items()}, checks,
-                                  {cid: chunk.text for cid, chunk in evidence.items()}, meaning, meaning_settings)
-        checks, relevance, answers_at = dict(read.checks), dict(read.relevance), read.answers_threshold
-    relevance_by = "the meaning verifier" if relevance else ""
-    judged_off = set()
+    answers_at, relevance_by = 0.0, ""
+    off_topic: set[str] = set()
     if reading is not None:
+        # What the judges read as not the passages' answer is set aside.
         relevance, answers_at, relevance_by = dict(reading.scores), judge_settings.answers_at, reading.describe()
-        judged_off = {agent for agent in answered if agent in relevance and not reading.is_answer(agent, judge_settings)}
+        off_topic = {agent for agent in answered if agent in relevance and not reading.is_answer(agent, judge_settings)}
     stated = {agent: [c.claim.text for c in checks[agent]] for agent in answered}
     support = {agent: sum(c.supported for c in checks[agent]) / len(checks[agent]) if checks[agent] else 0.0
                for agent in answered}
-    best_relevance = max(relevance.values(), default=0.0)
-    # Below the threshold, or far below the answer that answers best (a colluders' pair beside one honest answer);
-    # with the judges' reading, what they read as not the passages' answer.
-    off_topic = judged_off if reading is not None else {
-        agent for agent in answered if agent in relevance and (
-            relevance[agent] < answers_at or relevance[agent] < meaning_settings.relative * best_relevance)}
     # Agreement counts only among answers that answer and are supported: two colluders who agree with each
     # other on a sentence that does not answer cannot outvote the one answer that does.
     passing = [a for a in answered if a not in off_topic and support[a] >= settings.min_support]
@@ -141,16 +125,12 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     candidates.sort(key=lambda c: (-c.credibility, -same_answer[c.agent_id], c.agent_id))
     short = {c.agent_id for c in candidates
              if c.agent_id in free_text and c.support_rate < settings.free_text_min_support}
-    if off_topic and all(c.agent_id in off_topic for c in candidates):
+    if reading is not None and off_topic and all(c.agent_id in off_topic for c in candidates):
         best = max(candidates, key=lambda c: c.relevance or 0.0)
-        if reading is not None:
-            own = f"; the judges' own answer from them: \"{reading.own_answer}\"" if reading.own_answer else ""
-            return Decision(Verdict.ABSTAINED, None, tuple(candidates),
-                            f"no answer is the passages' answer to the question (the closest: P = "
-                            f"{best.relevance or 0.0:.2f}, needs {answers_at:.2f}, {relevance_by}){own}")
+        own = f"; the judges' own answer from them: \"{reading.own_answer}\"" if reading.own_answer else ""
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
-                        f"no answer answers the question (the closest: P = {best.relevance or 0.0:.2f}, "
-                        f"needs {answers_at:.2f}, {relevance_by})")
+                        f"no answer is the passages' answer to the question (the closest: P = "
+                        f"{best.relevance or 0.0:.2f}, needs {answers_at:.2f}, {relevance_by}){own}")
     eligible = [c for c in candidates if c.agent_id not in short and c.agent_id not in off_topic]
     if not eligible:
         best = candidates[0]
@@ -180,20 +160,10 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     if rivals:
         return Decision(Verdict.ABSTAINED, None, tuple(candidates),
                         f"no consistent conclusion: {len(rivals) + 1} supported answers disagree")
-    if meaning is not None and meaning_settings.competing_positions:
-        # Another passage that answers with another value: both positions are said, and nothing is picked.
-        competing = await competing_positions(
-            question, [best.generation.answer], sorted({c for claim in best.generation.claims for c in claim.citations}),
-            [c.chunk for c in context if c.chunk.id not in outdated and not _dated_newer(conflict, c.chunk.id)],
-            meaning, answers_at, embedder=embedder, match=settings.claim_match)
-        if competing is not None:
-            return Decision(Verdict.ABSTAINED, None, tuple(candidates), competing.describe())
     reason = (f"supported by {best.support_rate:.0%} of its claims; "
               f"{len(best.agreeing) + 1} of {len(candidates)} generators agree")
-    if best.relevance is not None and reading is not None:
+    if best.relevance is not None:
         reason += f"; the passages' answer (P = {best.relevance:.2f}, {relevance_by})"
-    elif best.relevance is not None:
-        reason += f"; answers the question (P = {best.relevance:.2f}, {relevance_by})"
     if off_topic:
         reason += f"; {len(off_topic)} that do not answer set aside"
     if conflict is not None and _from_outdated(best, conflict.newer.chunk_id, outdated):
@@ -201,11 +171,6 @@ async def adjudicate(question: str, generations: Mapping[str, Generation], conte
     elif conflict is not None:
         reason += f"; {conflict.describe()}"
     return Decision(Verdict.ANSWERED, best, tuple(candidates), reason)
-
-
-def _dated_newer(conflict, chunk_id: str) -> bool:
-    """The newer source of a dated conflict: its disagreement with the older ones is settled by a stated rule."""
-    return conflict is not None and conflict.newer.chunk_id == chunk_id
 
 
 def _cites(candidate: Candidate, chunk_ids: set[str]) -> bool:

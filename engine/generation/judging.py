@@ -58,9 +58,6 @@ class Judge(Protocol):
 def dispute(decision: Decision, settings: GenerationSettings) -> str:
     """Why the cheap checks disagree about this decision's answers, for people; "" when they do not."""
     supported = [c for c in decision.candidates if c.support_rate >= settings.min_support]
-    set_aside = [c.agent_id for c in supported if c.off_topic]
-    if set_aside:
-        return f"the meaning verifier sets aside {', '.join(set_aside)}, whose claims the evidence supports"
     for n, one in enumerate(supported):
         for other in supported[n + 1:]:
             if other.agent_id not in one.agreeing and one.generation.answer.strip() != other.generation.answer.strip():

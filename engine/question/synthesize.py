@@ -21,7 +21,6 @@ from ..gateway.session import GatewaySession
 from ..generation.adjudicate import Decision
 from ..generation.challenge import NoReply, challenge
 from ..generation.judging import Judges, adjudicate_judged
-from ..generation.meaning_check import MeaningReader
 from ..registry import AgentView
 from ..stages import steps
 from ..stages.model import StageKind, StageResult, Timings, Trajectory
@@ -38,12 +37,10 @@ FINDING_ID = "engine/tool"
 
 class SynthesizeStage:
     """memory: the agents' memory store (engine.memory); tools: the tool broker (engine.gateway.tools). Without
-    them generators read no memory and every tool call is refused. meaning: the meaning verifier (None: claims
-    and answers are read for their words only)."""
+    them generators read no memory and every tool call is refused."""
 
     def __init__(self, settings: EngineSettings, calls: AgentCalls, embedder, emit: Emit,
-                 clock: Callable[[], float] = time.time, *, memory=None, tools=None,
-                 meaning: MeaningReader | None = None) -> None:
+                 clock: Callable[[], float] = time.time, *, memory=None, tools=None) -> None:
         self.settings = settings
         self.calls = calls
         self.embedder = embedder
@@ -51,7 +48,6 @@ class SynthesizeStage:
         self.clock = clock
         self.memory = memory
         self.tools = tools
-        self.meaning = meaning
         self.local_verifier = EvidenceVerifier(embedder, coverage=settings.generation.claim_coverage,
                                                alignment=settings.generation.alignment)
         self._reader = ExtractiveGenerator()     # the engine's own reader: the judges compare each answer with its
@@ -89,8 +85,7 @@ class SynthesizeStage:
         await self._run_actions(session, replies, trace_id)
         started = time.perf_counter()
         options = dict(embedder=self.embedder, reputations=self.calls.reputations(), trace_id=trace_id,
-                       free_text=frozenset(v.spec.id for v in generators if v.spec.free_text),
-                       meaning=self.meaning, meaning_settings=self.settings.meaning)
+                       free_text=frozenset(v.spec.id for v in generators if v.spec.free_text))
         judges = dataclasses.replace(self._judges(asked), reference=self._reader.generate(question, context).answer)
         decision = await adjudicate_judged(question, replies, context_chunks, self.settings.generation,
                                            self._verifier(asked.tier), asked.tier, self.settings.judge, judges,

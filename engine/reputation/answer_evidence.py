@@ -7,9 +7,8 @@ own lists settled it (for a suspect: those that returned the text that won), nev
 happened to answer. A suspect for echoes alone is the engine's own reading of the texts.
 
 Generators: every claim supported and the answer chosen are good; a claim the verifiers refuted, a claim
-its evidence does not entail, an answer that does not answer the question while another answer beside it did,
-a citation of a chunk that is not
-in the context and a failed challenge are bad (the meaning verifier's readings are the engine's own checks). The engine's own check
+its evidence does not entail (older records), an answer that does not answer the question while another answer
+beside it did, a citation of a chunk that is not in the context and a failed challenge are bad. The engine's own check
 is one of the votes: where it refuted (or checked the quote itself) the evidence is engine-checked,
 otherwise the refuting verifiers are the witnesses.
 

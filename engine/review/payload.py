@@ -31,8 +31,8 @@ class ClaimSummary:
     label: str = ""          # the verifiers' label (supported | refuted | not_enough_evidence) when the answer has one
     evidence: str = ""       # the sentence of its cited passages closest to it ("" when none of them is in the context)
     origin: str = ""         # declared by the generator, or split from its answer by the engine
-    entailment: float | None = None   # P(its aligned evidence entails it), the meaning verifier's (None: not read)
-    premise: str = ""        # the evidence sentences the meaning verifier read it against
+    entailment: float | None = None   # P(its aligned evidence entails it): older records only (None: not read)
+    premise: str = ""        # the evidence sentences it was read against (older records only)
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,8 @@ class CandidateSummary:
     agreeing: tuple[str, ...]
     claims: tuple[ClaimSummary, ...]
     challenge: str = ""      # what asking it to show its evidence came to ("" when it was not asked)
-    relevance: float | None = None   # P(it answers the question), the meaning verifier's (None: not read)
-    off_topic: bool = False  # the meaning verifier read it as not answering the question
+    relevance: float | None = None   # P(it is the passages' answer), the judges' reading (None: not read)
+    off_topic: bool = False  # the judges read it as not the passages' answer
     relevance_by: str = ""   # whose reading relevance is ("read by ver-judge")
 
 

@@ -86,6 +86,15 @@ def test_settings_type_error_names_key(tmp_path):
     assert "expected int" in info.value.reason
 
 
+def test_an_older_meaning_table_says_the_meaning_verifier_was_removed(tmp_path):
+    path = tmp_path / "engine.toml"
+    path.write_text("version = 1\n[meaning]\nenabled = false\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    assert info.value.file == str(path) and info.value.key == "meaning"
+    assert "meaning verifier was removed" in info.value.reason and "[judge]" in info.value.reason
+
+
 @pytest.mark.parametrize("level", ["SYSTEM", "USER"])
 def test_an_agent_cannot_be_given_an_instructing_trust_level(tmp_path, level):
     fleet = write_fleet(tmp_path, extra=f'[[agents]]\nid = "x"\nrole = "retriever"\nbackend = "bm25"\ntrust = "{level}"\n')

