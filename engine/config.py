@@ -255,7 +255,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
                          ("retrieval", "corroboration"), ("retrieval", "tamper_similarity"),
                          ("cascade", "theta"), ("cascade", "w_sfv"), ("cascade", "w_csct"), ("cascade", "w_cpm"),
                          ("cascade", "cpm_gate"), ("cascade", "confidence_margin"), ("cascade", "drift_floor"),
-                         ("judge", "answers_at")):
+                         ("judge", "answers_at"), ("gateway", "judge_flag"), ("gateway", "judge_line")):
         if getattr(getattr(settings, section), key) > 1:
             raise ConfigError(file, f"{section}.{key}", "must be between 0 and 1")
     from .settings.cascade import CHOICES

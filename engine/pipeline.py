@@ -19,6 +19,7 @@ from .cascade.monitors import Monitors
 from .events import AnswerDecided, CascadeResolved, CascadeScored, Emit, QuestionReceived, StageProgressed
 from .gateway.decision import Action
 from .gateway.envelope import new_trace_id
+from .gateway.judged import JudgedPassages
 from .gateway.observer import GatewayObserver
 from .gateway.sessions import GatewaySessions
 from .participation import unavailable_counts
@@ -26,6 +27,7 @@ from .question.asked import Asked, Deadline
 from .question.assemble import answer_from
 from .question.calls import AgentCalls, OnLate
 from .question.corpus import CorpusHashes
+from .question.instructions import read_instructions
 from .question.retrieve import SecureFetch
 from .question.synthesize import SynthesizeStage
 from .registry import AgentRegistry
@@ -116,6 +118,8 @@ class Pipeline:
                 self.synthesize.for_question(asked)]
         # The gateway looks at every stage boundary first: an instruction in a stage's output stops there.
         observers = [GatewayObserver(session)] if self.sessions.enabled else []
+        if self.sessions.enabled and self.settings.gateway.judge_confirms:
+            observers.append(JudgedPassages(session, self.settings.gateway, self._instruction_reader(asked)))
         runner = StageRunner(observers + ([monitor] if monitor else []), max_reruns=self.settings.cascade.max_reruns,
                              offload=True, on_progress=self._progress_reporter(trace_id))
         run = await runner.run(Trajectory(question, trace_id, decomposition), plan)
@@ -128,6 +132,15 @@ class Pipeline:
                              cascade=cascade)
         self.emit(AnswerDecided(answer, trace_id, self.clock()))
         return answer
+
+    def _instruction_reader(self, asked: Asked):
+        """The judges' reading of flagged passages, asked from the observers' worker thread on this loop."""
+        loop = asyncio.get_running_loop()
+
+        async def on_loop(texts):      # the registry and the agents' client belong to the loop
+            return await read_instructions(self.synthesize.judges_for(asked), texts, asked.trace_id)
+
+        return lambda texts: asyncio.run_coroutine_threadsafe(on_loop(texts), loop).result()
 
     def _monitor(self, trace_id: str) -> CascadeMonitor | None:
         if not self.settings.cascade.enabled:

@@ -139,6 +139,13 @@ def _add_injection_parser(commands) -> None:
     inj.add_argument("--unit", action="append", default=None, metavar="FAMILY",
                      help="with --encoder: only this held-out family (repeatable), e.g. bipia_text")
     inj.add_argument("--steps", type=int, default=None, help="with --encoder: training batches per fold (default 400)")
+    inj.add_argument("--judge", action="store_true",
+                     help="with --leave-one-out: the judge reads what each fold flags (the gateway's second stage, "
+                          "bench/evaluation/injection_judged.py); its readings are kept in --judge-cache")
+    inj.add_argument("--judge-sample", type=int, default=None, metavar="N",
+                     help="with --judge: at most N injections of each held-out family are read (default: all)")
+    inj.add_argument("--judge-cache", type=Path, default=Path("reports/injection/judge_readings.jsonl"),
+                     help="with --judge: the judge's readings, one per text, kept between runs")
     inj.add_argument("--scenarios", type=int, default=12, metavar="N",
                      help="questions for the end-to-end scenarios on a real fleet (0: skip them; default 12, "
                           "about 2 minutes)")
@@ -674,6 +681,8 @@ def _injection_loso(args, path: Path, progress) -> int:
     from . import injection_loso
     if args.encoder:
         return _injection_encoder_loso(args, path, progress)
+    if args.judge:
+        return _injection_judged(args, path, progress)
     started = time.perf_counter()
     data, scored = injection_loso.evaluate(path, settings_path=getattr(args, "settings", None),
                                            progress=lambda message: progress(message))
@@ -684,6 +693,34 @@ def _injection_loso(args, path: Path, progress) -> int:
     if args.json:
         paths = injection_loso.write_outputs(data, scored, Path(args.json), lines)
         print(f"wrote {', '.join(str(p) for p in paths)}")
+    return ExitCode.OK
+
+
+def _injection_judged(args, path: Path, progress) -> int:
+    from engine.engine import default_cache_dir
+    from engine.errors import InputError
+    from engine.verify.judge import JudgeVerifier
+    from engine.verify.judge_model import judge_model_path
+    from engine.verify.judge_runtime import LocalJudgeModel
+    from . import injection_judged
+    if args.judge_sample is not None and args.judge_sample < 1:
+        raise InputError(f"--judge-sample must be 1 or more, found {args.judge_sample}")
+    judge = JudgeVerifier(LocalJudgeModel(judge_model_path(default_cache_dir())))
+    readings = injection_judged.Readings(args.judge_cache, lambda text: judge.instructs_sync([text])[0])
+    started = time.perf_counter()
+    settings = getattr(args, "settings", None)
+    data = injection_judged.evaluate(path, readings, settings_path=settings, per_unit=args.judge_sample,
+                                     progress=lambda message: progress(message))
+    data["corpus"] = injection_judged.corpus_flags(settings)
+    data["command"] = "main.py eval injection " + " ".join(sys.argv[3:])
+    data["wall_time_s"] = round(time.perf_counter() - started, 1)
+    lines = injection_judged.markdown(data)
+    print("\n".join(lines))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        args.json.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {args.json} and {args.json.with_suffix('.md')}")
     return ExitCode.OK
 
 

@@ -140,8 +140,12 @@ def fold_weights(train: Sequence[dict], project: Sequence, *, l2: float, folds: 
 
 def evaluate(path: Path = DEFAULT_FILE, *, settings_path: Path | None = None, project: Sequence | None = None,
              embedder=None, l2: float | None = None, calibration_folds: int = CALIBRATION_FOLDS,
-             progress: Callable[[str], None] | None = None) -> tuple[dict, dict[str, dict[str, list[Scored]]]]:
+             progress: Callable[[str], None] | None = None,
+             benign_rows: dict[str, dict[str, list[Scored]]] | None = None,
+             ) -> tuple[dict, dict[str, dict[str, list[Scored]]]]:
     """The report and, per variant and unit, every record scored by the fold that held it out.
+    benign_rows: when given, filled per variant and unit with the held-out benign tool output, each text scored by
+    that fold's gateway (the second stage, injection_judged.py, reads them).
     project: the project's training examples (default: bench.train.gateway.project_examples());
     embedder: the seed scanner's (default: the engine's); l2: the classifier's (default: its training's)."""
     from bench.train.gateway import L2, project_examples, read_rows
@@ -182,6 +186,8 @@ def evaluate(path: Path = DEFAULT_FILE, *, settings_path: Path | None = None, pr
             gateway = Gateway(replace(gateway_settings, scanners=names[variant]),
                               fold_scanners(names[variant], weights, embedder, seed_points))
             scored[variant][fold.unit] = screen(list(fold.records), gateway)
+            if benign_rows is not None:
+                benign_rows.setdefault(variant, {})[fold.unit] = screen(held_out_benign(benign), gateway)
             unit[variant] = _unit_rates(scored[variant][fold.unit], benign_traffic(gateway, texts=benign)["held_out"])
         unit["by_scanner"] = {name: {channel.value: rates([_only(r, name) for r in scored["gateway"][fold.unit]
                                                            if r.record.channel is channel], operating[channel])
@@ -197,6 +203,15 @@ def evaluate(path: Path = DEFAULT_FILE, *, settings_path: Path | None = None, pr
     times = sorted(r.ms_per_kb for rows_ in scored["gateway"].values() for r in rows_)
     data["scan_ms_per_kb_p50"] = round(statistics.median(times), 3) if times else None
     return data, scored
+
+
+def held_out_benign(texts: Sequence[tuple[str, str, str]]) -> list[Record]:
+    """The held-out half of the project's benign tool output (benign_texts()) as data-channel records."""
+    from bench.train.gateway import content_id
+    from engine.gateway.scanners.base import Channel
+    from .injection import TEST, split_of
+    return [Record(content_id(text), text, 0, Channel.DATA, origin) for origin, _kind, text in texts
+            if split_of(content_id(text)) == TEST]
 
 
 def _unit_rates(rows: Sequence[Scored], benign: dict) -> dict:

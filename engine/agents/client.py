@@ -30,10 +30,10 @@ from ..types import LLM_BACKEND, AgentKind, AgentOutcome, AgentSpec, CallStatus,
 from .auth import (NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TRACE_HEADER, AgentAuthError, Keyring,
                    check_reply, new_nonce, request_signature)
 from .openai_chat import MODELS_PATH, REFUSED_FORM, build_chat_request, dialect_from_models, parse_chat_reply
-from .openai_judge import chat_read, chat_validate
+from .openai_judge import chat_read, chat_screen, chat_validate
 from .protocol import (chunk_to_json, loads, parse_challenge_reply, parse_chunks, parse_generation, parse_judgement,
-                       parse_read_reply)
-from .schema import ReadReply
+                       parse_read_reply, parse_screen_reply)
+from .schema import ReadReply, ScreenReply
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -226,6 +226,20 @@ class AgentClient:
                 self._not_judges.add(spec.id)
             raise
         return parse_read_reply(spec.id, data, len(candidates))
+
+    async def screen(self, spec: AgentSpec, url: str, texts: tuple[str, ...], trace_id: str) -> ScreenReply:
+        """A judge's reading of flagged passages: P(yes) that each holds an instruction aimed at the assistant. A
+        verifier that is no judge replies 404 (AgentHttpStatus)."""
+        if spec.kind is AgentKind.OPENAI_CHAT:
+            return await chat_screen(self._chat_post(spec, url, trace_id), spec, texts)
+        payload = {"texts": list(texts), "trace_id": trace_id}
+        try:
+            data = await self._post(spec, f"{url}/screen", payload, trace_id)
+        except AgentHttpStatus as exc:
+            if exc.http_status == 404:
+                self._not_judges.add(spec.id)
+            raise
+        return parse_screen_reply(spec.id, data, len(texts))
 
     def is_judge(self, spec: AgentSpec) -> bool:
         """False once a verifier has said (404) that it does not serve /read: it is not asked again."""

@@ -16,7 +16,7 @@ from ..types import AgentSpec, Chunk
 from ..verify import judge_prompt
 from ..verify.judge import OWN_ANSWER_TOKENS, claim_prompt, judgement_from
 from ..verify.judge_runtime import TOP_TOKENS, top_logprobs, yes_share
-from .schema import ReadReply
+from .schema import ReadReply, ScreenReply
 
 CHAT_PATH = "/v1/chat/completions"
 Post = Callable[[str, dict], Awaitable[Any]]
@@ -50,6 +50,12 @@ async def chat_read(post: Post, spec: AgentSpec, question: str, passages: Sequen
         except (KeyError, IndexError, TypeError):
             raise AgentProtocolError(spec.id, "reply has no choices[0].message.content") from None
     return ReadReply(tuple(scores), answer, f"read by {spec.model or spec.id}")
+
+
+async def chat_screen(post: Post, spec: AgentSpec, texts: Sequence[str]) -> ScreenReply:
+    """P(yes) that each flagged passage holds an instruction aimed at the assistant, one reading each."""
+    scores = [_p_yes(spec, await post(CHAT_PATH, _reading_body(spec, judge_prompt.instructs(t)))) for t in texts]
+    return ScreenReply(tuple(scores), f"read by {spec.model or spec.id}")
 
 
 async def chat_validate(post: Post, spec: AgentSpec, claim: str, evidence: Sequence[Chunk]) -> tuple:

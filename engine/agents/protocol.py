@@ -92,6 +92,14 @@ def parse_read_reply(agent_id: str, data: Any, candidates: int) -> schema.ReadRe
     return reply
 
 
+def parse_screen_reply(agent_id: str, data: Any, texts: int) -> schema.ScreenReply:
+    """`POST /screen` reply: {scores: [P(yes) per text], reason?}; one score for each text asked."""
+    reply = check_reply(agent_id, schema.SCREEN_REPLY, data)
+    if len(reply.scores) != texts:
+        raise AgentProtocolError(agent_id, f"{len(reply.scores)} scores for {texts} passages")
+    return reply
+
+
 def parse_challenge_reply(agent_id: str, data: Any) -> tuple[str, tuple[str, ...]]:
     """`POST /challenge` reply: {quote: the evidence sentence, citations: [chunk ids]}."""
     reply = check_reply(agent_id, schema.CHALLENGE_REPLY, data)
@@ -124,6 +132,11 @@ def parse_claim_request(data: Any, evidence_key: str) -> tuple[str, tuple[Chunk,
 def parse_read_request(data: Any) -> schema.ReadRequest:
     """`/read {question, passages, candidates, own_answer?, trace_id}`."""
     return check_request(schema.READ_REQUEST, data)
+
+
+def parse_screen_request(data: Any) -> schema.ScreenRequest:
+    """`/screen {texts, trace_id}`."""
+    return check_request(schema.SCREEN_REQUEST, data)
 
 
 # --- the wire ------------------------------------------------------------------------------------

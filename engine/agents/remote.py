@@ -9,7 +9,7 @@ from ..errors import AgentError
 from ..types import AgentSpec, Chunk
 from ..verify.verifier import Judgement
 from .client import AgentClient
-from .schema import ReadReply
+from .schema import ReadReply, ScreenReply
 
 
 class RemoteVerifier:
@@ -41,6 +41,14 @@ class RemoteJudge:
         try:
             return await asyncio.wait_for(self.client.read(self.spec, self.url, question, tuple(passages),
                                                            tuple(candidates), trace_id, own_answer=own_answer),
+                                          self.timeout_s)
+        except asyncio.TimeoutError:
+            raise AgentError(self.spec.id, "no reply in time") from None
+
+    async def screen(self, texts: Sequence[str], trace_id: str = "") -> ScreenReply:
+        """P(yes) that each flagged passage holds an instruction aimed at the assistant (`POST /screen`)."""
+        try:
+            return await asyncio.wait_for(self.client.screen(self.spec, self.url, tuple(texts), trace_id),
                                           self.timeout_s)
         except asyncio.TimeoutError:
             raise AgentError(self.spec.id, "no reply in time") from None

@@ -18,7 +18,7 @@ from .extractive import ExtractiveGenerator
 from .llm_local import LocalLlmGenerator, ModelReplyNotJson
 from .faults import FaultInjector, flap_cycle, with_reply_faults, with_wire_faults
 from .protocol import (BadRequest, chunk_to_json, generation_to_json, loads, parse_claim_request, parse_generate_request,
-                       parse_read_request, parse_retrieve_request)
+                       parse_read_request, parse_retrieve_request, parse_screen_request)
 from .schema import MAX_REQUEST_BYTES
 
 
@@ -120,6 +120,15 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
             scores, reason = tuple(round(1.0 - p, 4) for p in scores), "the judge's reading, reversed"
         return {"scores": list(scores), "answer": answer, "reason": reason}
 
+    async def screen(request: Request) -> dict:
+        asked = parse_screen_request(await _json_body(request))
+        lie = await faults.before_reply()
+        scores = await _model_turn(request, backend.instructs_sync, asked.texts)
+        reason = "the judge's reading"
+        if lie:   # a Byzantine judge reads an instruction as none, and the other way round
+            scores, reason = tuple(round(1.0 - p, 4) for p in scores), "the judge's reading, reversed"
+        return {"scores": list(scores), "reason": reason}
+
     async def _model_turn(request: Request, work, *args):
         """Model time, off the loop (so /health still answers), one request at a time; a request whose caller
         went away while it waited is dropped, and a model that gave no reading is the agent's failure (502)."""
@@ -141,6 +150,7 @@ def build_app(spec: AgentSpec, backend: Any, corpus_size: int, key: bytes | None
         routes.append(Route("/validate", _guarded(validate), methods=["POST"]))
         if isinstance(backend, JudgeVerifier):     # the only built-in verifier that reads answers; others 404
             routes.append(Route("/read", _guarded(read), methods=["POST"]))
+            routes.append(Route("/screen", _guarded(screen), methods=["POST"]))
     # A bad reply is the agent's own, so it is signed; the wire and the process fail outside the signature.
     app = with_reply_faults(Starlette(routes=routes), faults)
     if key is not None:

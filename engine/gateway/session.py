@@ -19,6 +19,7 @@ from .decision import Action, Screening
 from .envelope import Envelope, MessageKind
 from .gateway import Gateway
 from .report import GatewayFlag, GatewayReport, TraceEvent, TraceKind
+from .scanners.base import Finding
 
 # Metadata only the engine may set on a passage: a retriever that sets them is ignored, so it cannot
 # promote its passage to a higher trust level or pass it off as the engine's own computation.
@@ -40,6 +41,7 @@ class GatewaySession:
         self._flags: list[GatewayFlag] = []
         self._events: list[TraceEvent] = []
         self._seen: dict[tuple[str, str], Screening] = {}
+        self._passages: dict[str, tuple[float, bool]] = {}   # chunk id → (its scanners' score, the corpus's own)
         self._scanned = 0
         self._scan_ms = 0.0
 
@@ -103,10 +105,40 @@ class GatewaySession:
                                      from_corpus=own)
             if not screening.passes:
                 continue
+            with self._lock:
+                self._passages[chunk.id] = (max(screening.score, self._passages.get(chunk.id, (0.0, own))[0]), own)
             metadata = {k: v for k, v in chunk.metadata.items() if k not in RESERVED_METADATA}
             metadata.update(trust=trust.value, carrier=agent_id)
             kept.append(dataclasses.replace(chunk, text=screening.text, metadata=metadata))
         return tuple(kept)
+
+    def passage_score(self, chunk_id: str) -> float | None:
+        """The scanners' score of a passage that passed them this question (the highest over its carriers)."""
+        with self._lock:
+            known = self._passages.get(chunk_id)
+        return None if known is None else known[0]
+
+    def confirmed(self, chunk: Chunk, score: float, p_yes: float, readers: str) -> Screening:
+        """A passage the judges read as holding an instruction aimed at the assistant: blocked after the fact,
+        logged in the trace and flagged against its carrier like any blocked message."""
+        with self._lock:
+            own = self._passages.get(chunk.id, (0.0, False))[1]
+        carrier = str(chunk.metadata.get("carrier") or chunk.source or "engine")
+        stamped = {level.value: level for level in TrustLevel}.get(str(chunk.metadata.get("trust")), TrustLevel.EXTERNAL)
+        env = Envelope(carrier, "engine", chunk.text, stamped, MessageKind.PASSAGE, parent_trace_id=self.trace_id,
+                       meta={"item": chunk.id})
+        finding = Finding("judge", round(p_yes, 4), (f"{readers} read an instruction aimed at the assistant in it "
+                                                     f"(P(yes) = {p_yes:.2f}; the scanners scored it {score:.2f})",))
+        screening = Screening(env, Action.BLOCK, round(p_yes, 4), (finding,), chunk.text)
+        now = self.clock()
+        event = TraceEvent(env.trace_id, env.parent_trace_id, TraceKind.SCAN, carrier, "engine", env.trust.value,
+                           f"BLOCK ({p_yes:.2f}) passage {chunk.id}: {shorten(chunk.text, 100)}", now,
+                           {"kind": MessageKind.PASSAGE.value, "item": chunk.id, "action": Action.BLOCK.value,
+                            "score": round(p_yes, 4), "evidence": list(screening.evidence), "chars": len(chunk.text)})
+        with self._lock:
+            self._events.append(event)
+            self._flags.append(GatewayFlag.of(screening, now, own))
+        return screening
 
     def generation(self, agent_id: str, gen: Generation, trust: TrustLevel) -> Screening:
         return self.message(agent_id, "engine", generation_text(gen), trust, MessageKind.GENERATION)

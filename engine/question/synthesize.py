@@ -86,7 +86,7 @@ class SynthesizeStage:
         started = time.perf_counter()
         options = dict(embedder=self.embedder, reputations=self.calls.reputations(), trace_id=trace_id,
                        free_text=frozenset(v.spec.id for v in generators if v.spec.free_text))
-        judges = dataclasses.replace(self._judges(asked), reference=self._reader.generate(question, context).answer)
+        judges = dataclasses.replace(self.judges_for(asked), reference=self._reader.generate(question, context).answer)
         decision = await adjudicate_judged(question, replies, context_chunks, self.settings.generation,
                                            self._verifier(asked.tier), asked.tier, self.settings.judge, judges,
                                            **options)
@@ -115,7 +115,7 @@ class SynthesizeStage:
                   if not v.spec.judge]
         return VotingVerifier([self.local_verifier, *remote]) if remote else self.local_verifier
 
-    def _judges(self, asked: Asked) -> Judges:
+    def judges_for(self, asked: Asked) -> Judges:
         """The judges up, trusted on this tier and passing their canaries, each held to what is left of the
         question's deadline; none when too little is left, with the reason for the answer's mark."""
         client, registry = self.calls.client, self.calls.registry

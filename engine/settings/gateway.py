@@ -33,3 +33,10 @@ class GatewaySettings:
     blame_carrier: bool = True
     # Every agent's memory namespace is snapshotted this often (checked after each question); 0 = never.
     snapshot_every_s: float = 3600.0
+    # The judges' second opinion (engine/gateway/judged.py): a passage in a question's context that the scanners
+    # scored at judge_flag or more (below data_block, or it would not be there) is read by the judges; one they
+    # read at judge_line or more as holding an instruction aimed at the assistant is taken out of the context and
+    # retrieval is run again without it. Off: measured held out by family, it does not pay (docs/evaluation.md).
+    judge_confirms: bool = False
+    judge_flag: float = 0.2
+    judge_line: float = 0.5

@@ -5,6 +5,7 @@ It is asked two things, each with one prompt of engine.verify.judge_prompt:
   when asked, its own short answer from the passages;
 - `judge_sync` (`POST /validate`): is a claim entailed by its aligned evidence (the closest sentence of each
   cited passage, as the evidence check reads it)?
+- `instructs_sync` (`POST /screen`): does a passage hold an instruction aimed at the assistant that reads it?
 
 Every text in a prompt is untrusted and goes in as plain data (judge_prompt.plain), and only the Yes/No
 log-probabilities of one token, or a few words of its own answer, are read back.
@@ -66,6 +67,10 @@ class JudgeVerifier:
             return prompt
         return judgement_from(self._p_yes(prompt), self.name, self.supported_at)
 
+    def instructs_sync(self, texts: Sequence[str]) -> tuple[float, ...]:
+        """P(yes) that each text holds an instruction aimed at the AI assistant reading it."""
+        return tuple(self._p_yes(judge_prompt.instructs(t)) for t in texts)
+
     def read_sync(self, question: str, passages: Sequence[Chunk], candidates: Sequence[str],
                   own_answer: bool = False) -> tuple[tuple[float, ...], str]:
         """(P(yes) for each candidate, the judge's own short answer or "")."""
@@ -96,6 +101,12 @@ class LocalJudge:
         except JudgeModelFailed as exc:          # a failed reading, as an agent's failed call reads
             raise AgentError(self.name, str(exc)) from None
         return JudgeReply(scores, answer)
+
+    async def screen(self, texts: Sequence[str], trace_id: str = "") -> JudgeReply:
+        try:
+            return JudgeReply(await asyncio.to_thread(self.inner.instructs_sync, texts))
+        except JudgeModelFailed as exc:
+            raise AgentError(self.name, str(exc)) from None
 
     async def judge(self, claim: str, evidence: Sequence[Chunk], trace_id: str = "") -> Judgement:
         try:

@@ -58,7 +58,7 @@ def test_openapi_has_every_operation_and_every_reference_resolves():
     assert doc["openapi"] == "3.1.0"
     assert {(path, method) for path, item in doc["paths"].items() for method in item} == {
         ("/health", "get"), ("/retrieve", "post"), ("/generate", "post"), ("/validate", "post"),
-        ("/challenge", "post"), ("/read", "post")}
+        ("/challenge", "post"), ("/read", "post"), ("/screen", "post")}
     for ref in _refs(doc):
         assert _resolve(doc, ref)["type"] == "object"
     for op in ("retrieve", "generate", "validate", "challenge"):
