@@ -159,16 +159,11 @@ CHECK_COLUMNS = (
            tooltip=lambda k: k.claim.text),
     Column("Coverage", lambda k: f"{k.coverage:.0%}", align=RIGHT,
            header_tooltip="Share of the claim's content words found in its cited passages"),
-    Column("Entailed", lambda k: "—" if k.entailment is None else f"{k.entailment:.2f}", align=RIGHT,
-           foreground=lambda k: style.tones().bad if k.reason_kind is CheckReason.NOT_ENTAILED else None,
-           tooltip=lambda k: f"read against: {k.premise}" if k.premise else "not read for meaning",
-           header_tooltip="How likely its aligned evidence sentences entail it (the meaning verifier, since removed: "
-                          "older answers only)"),
     Column("Reason", lambda k: k.reason, foreground=lambda k: None if k.supported else style.tones().bad,
            tooltip=lambda k: k.reason),
     Column("Cites", lambda k: ", ".join(k.claim.citations) or "—"),
 )
-CHECK_CLAIM_COLUMN, CHECK_REASON_COLUMN = 2, 5
+CHECK_CLAIM_COLUMN, CHECK_REASON_COLUMN = 2, 4
 
 
 class FlagChipsDelegate(QStyledItemDelegate):

@@ -178,11 +178,9 @@ def test_selecting_a_candidate_lists_its_claim_checks_and_a_failed_claim_shows_w
     assert view.detail_box.title() == "Generator"
     assert "Mars has three moons." in view.detail.toPlainText() and "A recent survey was found." in view.detail.toPlainText()
     rows = [[cell(checks, r, c) for c in range(checks.columnCount())] for r in range(checks.rowCount())]
-    # "—" under Entailed: this answer was not read for meaning (only older records, of the removed meaning
-    # verifier, have a figure there).
-    assert rows == [["✗", "not enough evidence", "According to a 2023 survey, Mars has a third moon.", "0%", "—",
+    assert rows == [["✗", "not enough evidence", "According to a 2023 survey, Mars has a third moon.", "0%",
                      FABRICATED_REASON, "survey-2023#0"],
-                    ["✗", "not enough evidence", "Deimos was discovered in 1926.", "40%", "—", WEAK_REASON,
+                    ["✗", "not enough evidence", "Deimos was discovered in 1926.", "40%", WEAK_REASON,
                      "mars-moons#0"]]
     assert cell(checks, 0, CHECK[""], Qt.ItemDataRole.ForegroundRole) == style.tones().bad
 
