@@ -8,7 +8,9 @@ ways to use the reading are measured beside the gateway alone:
 
 - **adds**: held as today (score at or above data_block), or flagged below it and confirmed by the judge;
 - **confirms**: held by a rule scanner (patterns, hidden characters) at data_block, or flagged by any scanner and
-  confirmed by the judge; the learned scanners no longer hold a passage on their own.
+  confirmed by the judge; the learned scanners no longer hold a passage on their own;
+- **clears**: held by a rule scanner, or held by the learned ones as today and confirmed by the judge (the judge
+  only lets through what the learned scanners would hold).
 
 FLAG and LINE were fixed before the run: FLAG is the gateway's line for a doubtful message (seeds_floor), LINE
 the judge's line for every other reading (P(yes) = 0.5). The judge was never trained on any of these texts; its
@@ -32,7 +34,7 @@ FLAG = 0.2                 # stage-1 score at which a data-channel text is read 
 LINE = 0.5                 # the judge's P(yes) at which it confirms
 RULE_SCANNERS = ("patterns", "invisible")
 SPREAD = (0.5, 0.6, 0.7, 0.8)   # the judge's lines shown for information (not chosen here)
-RULES = ("gateway", "adds", "confirms")
+RULES = ("gateway", "adds", "confirms", "clears")
 
 
 def text_key(text: str) -> str:
@@ -88,7 +90,9 @@ def held(row: Scored, p: float | None, rule: str, block: float) -> bool:
     if rule == "adds":
         return row.score >= block or confirmed
     rules = max((row.by_scanner.get(name, 0.0) for name in RULE_SCANNERS), default=0.0)
-    return rules >= block or confirmed
+    if rule == "confirms":
+        return rules >= block or confirmed
+    return rules >= block or (row.score >= block and confirmed)
 
 
 def needs_reading(rows: Iterable[Scored]) -> list[str]:
@@ -145,6 +149,10 @@ def evaluate(path: Path, readings: Readings, *, settings_path: Path | None = Non
         tool = [r for rows in benign_rows[variant].values() for r in rows]
         data["pooled"][variant] = rule_rates(every, tool, readings, block)
         data["pooled"][variant]["judge_alone"] = spread(every + tool, readings)
+    data["rows"] = [{"variant": variant, "unit": unit, "tool_output": tool, "label": r.record.label,
+                     "score": r.score, "by_scanner": r.by_scanner, "key": text_key(r.record.text)}
+                    for variant, units in chosen.items() for unit, rows in units.items()
+                    for tool, part in ((False, rows), (True, benign_rows[variant][unit])) for r in part]
     if readings.seconds:
         data["judge_s_per_reading_p50"] = round(statistics.median(readings.seconds), 2)
     return data
@@ -174,7 +182,8 @@ def markdown(data: dict) -> list[str]:
              f"{data['block']}. Injections per family read: {data['per_unit'] or 'all'}. fpr counts the family's "
              "benign texts and the held-out benign tool output together.", "",
              "| family | variant | injections | benign | gateway tpr · fpr | adds tpr · fpr | confirms tpr · fpr | "
-             "tool output fpr (gateway · adds · confirms) | judge readings |", "|---|---|---|---|---|---|---|---|---|"]
+             "clears tpr · fpr | tool output fpr (gateway · adds · confirms · clears) | judge readings |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for unit, variants in data["units"].items():
         for variant, r in variants.items():
             lines.append(f"| {unit} | {variant} | {r['n_injections']} | {r['n_benign']} | "

@@ -25,6 +25,7 @@ def test_only_what_the_fold_flags_is_read_and_each_rule_holds_what_it_should(tmp
     assert [held(r, p[r.record.text], "gateway", 0.5) for r in rows] == [False, True, True, False, False]
     assert [held(r, p[r.record.text], "adds", 0.5) for r in rows] == [True, True, True, False, True]
     assert [held(r, p[r.record.text], "confirms", 0.5) for r in rows] == [True, False, True, False, True]
+    assert [held(r, p[r.record.text], "clears", 0.5) for r in rows] == [False, False, True, False, False]
     rates = rule_rates(rows[:4], [honest], readings, 0.5)
     assert rates["confirms"] == {"tpr": 0.5, "fpr": 1.0, "tool_output_fpr": 1.0} and rates["judge_readings"] == 4
     assert FLAG == 0.2
