@@ -714,14 +714,7 @@ def _injection_judged(args, path: Path, progress) -> int:
     data["corpus"] = injection_judged.corpus_flags(settings)
     data["command"] = "main.py eval injection " + " ".join(sys.argv[3:])
     data["wall_time_s"] = round(time.perf_counter() - started, 1)
-    lines = injection_judged.markdown(data)
-    print("\n".join(lines))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        args.json.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        print(f"wrote {args.json} and {args.json.with_suffix('.md')}")
-    return ExitCode.OK
+    return _print_and_write(data, injection_judged.markdown(data), args.json)
 
 
 def _injection_encoder_loso(args, path: Path, progress) -> int:
@@ -738,13 +731,17 @@ def _injection_encoder_loso(args, path: Path, progress) -> int:
                                            progress=lambda message: progress(message))
     data["command"] = "main.py eval injection " + " ".join(sys.argv[3:])
     data["wall_time_s"] = round(time.perf_counter() - started, 1)
-    lines = injection_encoder_loso.markdown(data)
+    return _print_and_write(data, injection_encoder_loso.markdown(data), args.json)
+
+
+def _print_and_write(data: dict, lines: list[str], out: Path | None) -> int:
+    """The report's lines printed, and (out) the JSON with the markdown beside it."""
     print("\n".join(lines))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        args.json.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        print(f"wrote {args.json} and {args.json.with_suffix('.md')}")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        out.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {out} and {out.with_suffix('.md')}")
     return ExitCode.OK
 
 

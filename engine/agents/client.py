@@ -219,13 +219,7 @@ class AgentClient:
                                    own_answer)
         payload = {"question": question, "passages": [chunk_to_json(c) for c in passages],
                    "candidates": list(candidates), "own_answer": own_answer, "trace_id": trace_id}
-        try:
-            data = await self._post(spec, f"{url}/read", payload, trace_id)
-        except AgentHttpStatus as exc:
-            if exc.http_status == 404:
-                self._not_judges.add(spec.id)
-            raise
-        return parse_read_reply(spec.id, data, len(candidates))
+        return parse_read_reply(spec.id, await self._judge_post(spec, url, "/read", payload, trace_id), len(candidates))
 
     async def screen(self, spec: AgentSpec, url: str, texts: tuple[str, ...], trace_id: str) -> ScreenReply:
         """A judge's reading of flagged passages: P(yes) that each holds an instruction aimed at the assistant. A
@@ -233,13 +227,16 @@ class AgentClient:
         if spec.kind is AgentKind.OPENAI_CHAT:
             return await chat_screen(self._chat_post(spec, url, trace_id), spec, texts)
         payload = {"texts": list(texts), "trace_id": trace_id}
+        return parse_screen_reply(spec.id, await self._judge_post(spec, url, "/screen", payload, trace_id), len(texts))
+
+    async def _judge_post(self, spec: AgentSpec, url: str, path: str, payload: dict, trace_id: str) -> Any:
+        """POST to a judge's own path; a 404 says the verifier is no judge, and it is not asked again."""
         try:
-            data = await self._post(spec, f"{url}/screen", payload, trace_id)
+            return await self._post(spec, url + path, payload, trace_id)
         except AgentHttpStatus as exc:
             if exc.http_status == 404:
                 self._not_judges.add(spec.id)
             raise
-        return parse_screen_reply(spec.id, data, len(texts))
 
     def is_judge(self, spec: AgentSpec) -> bool:
         """False once a verifier has said (404) that it does not serve /read: it is not asked again."""
