@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..settings.gateway import GatewaySettings
+from ..types import Chunk
 from ..stages.model import Intervention, InterventionKind, StageKind, StageResult, Trajectory
 from .report import TraceKind
 from .session import GatewaySession
@@ -24,7 +25,7 @@ class JudgedPassages:
     def __init__(self, session: GatewaySession, settings: GatewaySettings, read: ReadInstructions) -> None:
         self.session, self.settings, self.read = session, settings, read
 
-    def flagged(self, result: StageResult) -> list[tuple[object, float]]:
+    def flagged(self, result: StageResult) -> list[tuple[Chunk, float]]:
         """The context's passages the scanners flagged: (chunk, score), each id once."""
         out, seen = [], set()
         for chunk in result.evidence:

@@ -71,18 +71,19 @@ class GatewaySession:
     def screen(self, env: Envelope, *, from_corpus: bool = False) -> Screening:
         """Screens an envelope built elsewhere (the memory store's writes, the tool broker's messages) and
         logs it in this question's trace like the pipeline's own. from_corpus: see GatewayFlag."""
-        screening = self._screen(env)
-        now = self.clock()
-        kind, item, source, target, trust, content = (env.kind, str(env.meta.get("item") or env.meta.get("key") or ""),
-                                                      env.source, env.target, env.trust, env.content)
-        label = f"{kind.value}{' ' + item if item else ''}"
-        summary = f"{label}: {shorten(content, 100)}"
+        return self._log(self._screen(env), TraceKind.MESSAGE, from_corpus)
+
+    def _log(self, screening: Screening, kind: TraceKind, from_corpus: bool) -> Screening:
+        """A screening's line in the trace, and its flag when it did not pass unchanged."""
+        env, now = screening.envelope, self.clock()
+        item = str(env.meta.get("item") or env.meta.get("key") or "")
+        summary = f"{env.kind.value}{' ' + item if item else ''}: {shorten(env.content, 100)}"
         if screening.flagged:
             summary = f"{screening.action.value.upper()} ({screening.score:.2f}) {summary}"
-        event = TraceEvent(env.trace_id, env.parent_trace_id, TraceKind.MESSAGE, source, target, trust.value,
-                           summary, now, {"kind": kind.value, "item": item, "action": screening.action.value,
+        event = TraceEvent(env.trace_id, env.parent_trace_id, kind, env.source, env.target, env.trust.value,
+                           summary, now, {"kind": env.kind.value, "item": item, "action": screening.action.value,
                                           "score": screening.score, "evidence": list(screening.evidence),
-                                          "chars": len(content)})
+                                          "chars": len(env.content)})
         with self._lock:
             self._events.append(event)
             if screening.flagged:
@@ -129,16 +130,7 @@ class GatewaySession:
                        meta={"item": chunk.id})
         finding = Finding("judge", round(p_yes, 4), (f"{readers} read an instruction aimed at the assistant in it "
                                                      f"(P(yes) = {p_yes:.2f}; the scanners scored it {score:.2f})",))
-        screening = Screening(env, Action.BLOCK, round(p_yes, 4), (finding,), chunk.text)
-        now = self.clock()
-        event = TraceEvent(env.trace_id, env.parent_trace_id, TraceKind.SCAN, carrier, "engine", env.trust.value,
-                           f"BLOCK ({p_yes:.2f}) passage {chunk.id}: {shorten(chunk.text, 100)}", now,
-                           {"kind": MessageKind.PASSAGE.value, "item": chunk.id, "action": Action.BLOCK.value,
-                            "score": round(p_yes, 4), "evidence": list(screening.evidence), "chars": len(chunk.text)})
-        with self._lock:
-            self._events.append(event)
-            self._flags.append(GatewayFlag.of(screening, now, own))
-        return screening
+        return self._log(Screening(env, Action.BLOCK, round(p_yes, 4), (finding,), chunk.text), TraceKind.SCAN, own)
 
     def generation(self, agent_id: str, gen: Generation, trust: TrustLevel) -> Screening:
         return self.message(agent_id, "engine", generation_text(gen), trust, MessageKind.GENERATION)
