@@ -1,10 +1,10 @@
-# make venv | make run | make test | make test-slow | make llm   (Python 3.11+; Debian packages for a real display: see README)
+# make venv | make run | make test | make test-slow | make db | make llm   (Python 3.11+; Debian packages for a real display: see README)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv run test test-slow llm judge clean
+.PHONY: venv run test test-slow db llm judge clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,11 +19,18 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(PY) main.py
 
+# The store tests run on SQLite and on PostgreSQL: this starts the local server `make db` sets up, where it can.
 test: $(STAMP)
+	@bash scripts/db.sh --if-possible >/dev/null
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
 
 test-slow: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m slow
+
+# A team store on this machine: Debian's PostgreSQL, installed if missing and started, with the database
+# "quorum", its roles and a password kept in ~/.pgpass (scripts/db.sh). Prints the store's URL.
+db:
+	@bash scripts/db.sh
 
 # Optional: a local LLM generator (never part of run or test). llama-cpp-python builds from source;
 # GGML_NATIVE=OFF gives a portable binary (a native build died with "illegal instruction" here).

@@ -1,5 +1,5 @@
 """Quorum: `python main.py` (console) | ask | fleet up | audit verify|list|export | review | agents | eval |
-trace | memory | tools | gateway | alerts | llm | judge | index | screenshot | bench. Exit codes: engine/cli/exit_codes.py
+trace | memory | tools | gateway | alerts | store | llm | judge | index | screenshot | bench. Exit codes: engine/cli/exit_codes.py
 (0 ok, 1 failure, 2 bad input)."""
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ COMMAND_MODULES = {
     "gateway": "bench.train.cli",
     "alerts": "engine.cli.alerts",
     "audit": "engine.cli.audit",
+    "store": "engine.cli.store",
     "llm": "engine.cli.llm",
     "judge": "engine.cli.judge",
     "index": "engine.cli.index",

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--corpus", type=Path, help="folder of your own .md, .txt, .html and .pdf files for the built-in agents")
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--tier", choices=["auto", "low", "medium", "high"], default="auto")
-    parser.add_argument("--db", type=Path, help="SQLite file (default: a temporary one)")
+    parser.add_argument("--db", type=str, help="SQLite file or postgresql:// URL (default: a temporary file)")
     parser.add_argument("--cache-dir", type=Path, help="agents' cache folder (default: the user cache dir)")
     parser.add_argument("--tab", help="evidence tab to show, by the start of its name (case-insensitive): "
                                          "citations, context, generators or agents (default: the one the answer "

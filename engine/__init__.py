@@ -4,7 +4,7 @@ it (an import-linter contract in pyproject.toml says so): every module behind it
 Errors: see engine.errors for the one hierarchy (QuorumError and its subclasses).
 """
 from engine.config import DEFAULT_FLEET, EngineSettings, FleetConfig, load_fleet, load_settings
-from engine.engine import Engine, default_cache_dir, default_db_path
+from engine.engine import Engine, default_cache_dir, default_store
 from engine.errors import (AgentError, AgentProtocolError, AgentReplyTooLarge, AgentTimeout, AgentUnavailable,
                            AuditChainBroken, ConfigError, FleetError, InputError, QuorumError, StoreError)
 from engine.gateway.envelope import new_trace_id
@@ -18,7 +18,7 @@ from engine.answer import Answer
 # What the engine tells its listeners (Engine.subscribe), one class per thing that happened.
 from engine.events import (AgentChanged, AlertChanged, AlertsRaised, CascadeResolved, CascadeScored,
                            CorpusIndexProgress, DemoTrafficChanged, EngineReady, GatewayFlagged, QuestionReceived,
-                           ReviewEnqueued, SilencesChanged, StageProgressed, TrustUpdated)
+                           ReviewEnqueued, SilencesChanged, StageProgressed, StoreChanged, TrustUpdated)
 
 # A question's stages and the cascade monitor's view of them.
 from engine.stages.model import StageKind, StageResult
@@ -74,7 +74,7 @@ from engine.cli.exit_codes import ExitCode
 
 __all__ = [
     # engine, settings, fleet
-    "Engine", "EngineSettings", "FleetConfig", "load_fleet", "load_settings", "default_db_path", "default_cache_dir",
+    "Engine", "EngineSettings", "FleetConfig", "load_fleet", "load_settings", "default_store", "default_cache_dir",
     "DEFAULT_FLEET", "AgentView", "FleetState", "new_trace_id",
     # vocabulary
     "AgentKind", "AgentOutcome", "AgentSpec", "AgentState", "Answer", "CallStatus", "Candidate", "ChallengeOutcome",
@@ -87,7 +87,7 @@ __all__ = [
     "AgentProtocolError", "AgentReplyTooLarge", "FleetError", "StoreError", "AuditChainBroken",
     # events
     "AgentChanged", "AlertChanged", "AlertsRaised", "CascadeResolved", "CascadeScored", "CorpusIndexProgress",
-    "DemoTrafficChanged", "EngineReady", "GatewayFlagged", "QuestionReceived", "ReviewEnqueued", "SilencesChanged",
+    "DemoTrafficChanged", "EngineReady", "GatewayFlagged", "QuestionReceived", "ReviewEnqueued", "SilencesChanged", "StoreChanged",
     "StageProgressed", "TrustUpdated",
     # stages, cascade
     "StageKind", "StageResult", "CascadeOutcome", "CascadeType", "StageScore", "participation_summary",

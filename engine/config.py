@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from .errors import ConfigError
+from .errors import ConfigError, InputError
 from .settings.reputation import ReputationSettings
 from .settings.cascade import CascadeSettings
 from .settings.gateway import GatewaySettings
 from .settings.telemetry import TelemetrySettings, check_telemetry
 from .settings.judge import JudgeSettings
+from .settings.store import StoreSettings
+from .store.target import store_target
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
 from .risk import RiskPolicy, RiskRule
 from .types import (AGENT_ID, JUDGE_BACKEND, LLM_BACKEND, AgentKind, AgentSecurity, AgentSpec, ChatDialect, FaultKind, FaultProfile,
@@ -107,6 +109,7 @@ class EngineSettings:
     gateway: GatewaySettings = GatewaySettings()
     telemetry: TelemetrySettings = TelemetrySettings()   # traces out over OTLP (engine.telemetry), off by default
     judge: JudgeSettings = JudgeSettings()               # where judges read meaning (engine/generation/judging.py)
+    store: StoreSettings = StoreSettings()               # a team's PostgreSQL, when --db and $QUORUM_DB say nothing
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode=RetrievalMode.OPTIMISTIC),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -219,6 +222,16 @@ def _build_section(file: str, where: str, cls: type, table: Any) -> Any:
     return cls(**values)
 
 
+def _store(file: str, settings: StoreSettings) -> StoreSettings:
+    """[store] url as the store would read it: a refused URL is a ConfigError naming the file and the key."""
+    if settings.url.strip():
+        try:
+            store_target(settings.url)
+        except InputError as exc:
+            raise ConfigError(file, "store.url", str(exc)) from None
+    return settings
+
+
 def load_settings(path: Path | None = None) -> EngineSettings:
     path = Path(path) if path else DEFAULT_SETTINGS
     file = str(path)
@@ -227,7 +240,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         raise ConfigError(file, "meaning", "the meaning verifier was removed: the LLM judge reads meaning "
                                            "(its settings are [judge]); delete this table")
     data = _check_keys(file, "", raw, {"retrieval", "generation", "limits", "tiers", "risk",
-                                       "reputation", "cascade", "gateway", "telemetry", "judge"})
+                                       "reputation", "cascade", "gateway", "telemetry", "judge", "store"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -243,6 +256,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         gateway=_build_section(file, "gateway", GatewaySettings, data.get("gateway", {})),
         telemetry=check_telemetry(file, _build_section(file, "telemetry", TelemetrySettings, data.get("telemetry", {}))),
         judge=_build_section(file, "judge", JudgeSettings, data.get("judge", {})),
+        store=_store(file, _build_section(file, "store", StoreSettings, data.get("store", {}))),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "free_text_min_support"),

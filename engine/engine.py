@@ -3,6 +3,7 @@ start / aclose around them."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -21,8 +22,9 @@ from .alerts.row import NewAlert
 from .config import EngineSettings, FleetConfig
 from .decided import AnnounceDecided, RecordAlerts, RecordAnswer, SnapshotMemory, UpdateReputation
 from .demo import DemoTraffic
-from .errors import AgentError
-from .events import AgentChanged, EngineReady, GatewayFlagged, QuestionAnswered, QuestionDecided, QuestionFailed
+from .errors import AgentError, InputError, StoreError
+from .events import (AgentChanged, EngineReady, GatewayFlagged, QuestionAnswered, QuestionDecided, QuestionFailed,
+                     StoreChanged)
 from .facades import (AlertsFacade, CascadeFacade, CorpusFacade, FleetFacade, GatewayFacade, MemoryFacade,
                       QuestionsFacade, ReputationFacade, ReviewsFacade, ToolsFacade)
 from .gateway.build import build_gateway
@@ -44,8 +46,11 @@ from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
 from .review import ReviewQueue
 from .schema import MIGRATIONS
+from .store.anchors import anchor_head, default_anchor_files
 from .store.audit_log import AuditLog
+from .store.changes import ChangeWatch
 from .store.db import Store
+from .store.target import StoreTarget, store_target
 from .telemetry import start_telemetry
 from .types import AgentKind, AgentOutcome, AgentState, CanaryState, RiskTier
 from .verify.embedders import EMBEDDERS, CachedEmbedder
@@ -54,11 +59,17 @@ from .answer import Answer
 Listener = Callable[[object], None]    # receives engine.events types and reputation events
 
 
+log = logging.getLogger(__name__)
+
 EXTERNAL_RECHECK_S = 5.0     # how often a down external agent's /health is tried again while questions come
+STORE_QUIET_S = 0.2          # other desks' changes to the store are told as one StoreChanged at most this often
 
 
-def default_db_path() -> Path:
-    return Path(os.environ.get("QUORUM_DB") or Path(platformdirs.user_data_dir("quorum")) / "quorum.db")
+def default_store(configured: str = "") -> StoreTarget:
+    """$QUORUM_DB, else [store] url (each a SQLite file or a postgresql:// URL), else the desk's own file in the
+    user data dir. A --db given on the command line comes before all three."""
+    return store_target(os.environ.get("QUORUM_DB") or configured.strip()
+                        or Path(platformdirs.user_data_dir("quorum")) / "quorum.db")
 
 
 def default_cache_dir() -> Path:
@@ -95,7 +106,7 @@ class Engine:
     Its faces: fleet, questions, reviews, reputation, alerts, memory, audit, corpus, tools, gateway, cascade and
     demo (engine/facades); `parts` is what they are made of."""
 
-    def __init__(self, fleet: FleetConfig, settings: EngineSettings, db_path: Path | None = None,
+    def __init__(self, fleet: FleetConfig, settings: EngineSettings, db_path: Path | str | StoreTarget | None = None,
                  cache_dir: Path | None = None, *, launch: bool = True,
                  transport: httpx.AsyncBaseTransport | None = None, clock: Callable[[], float] = time.time,
                  per_run_keys: bool = True) -> None:
@@ -103,6 +114,8 @@ class Engine:
         self.settings = settings
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
+        self._watch: ChangeWatch | None = None
+        self._changed: set[str] = set()     # tables other desks changed, told at the next StoreChanged
         self._probed: dict[str, float] = {}  # external agents: when each down one was last probed (_recheck_external)
         self.telemetry = None                # traces out (engine.telemetry), when [telemetry] is on: made in start()
         self.parts = parts = self._build(fleet, settings, db_path, Path(cache_dir or default_cache_dir()),
@@ -134,10 +147,11 @@ class Engine:
             RecordAlerts(parts.alerts, settings.generation.min_support, clock), SnapshotMemory(parts.memory, clock),
             AnnounceDecided(self._emit, clock, self.reputation.show, self.alerts.announce))
 
-    def _build(self, fleet: FleetConfig, settings: EngineSettings, db_path: Path | None, cache_dir: Path, *,
+    def _build(self, fleet: FleetConfig, settings: EngineSettings, db_path: Path | str | StoreTarget | None,
+               cache_dir: Path, *,
                launch: bool, transport: httpx.AsyncBaseTransport | None, clock: Callable[[], float],
                per_run_keys: bool) -> EngineParts:
-        store = Store(db_path or default_db_path(), MIGRATIONS, clock=clock)
+        store = Store(db_path or default_store(settings.store.url), MIGRATIONS, clock=clock)
         reputation = ReputationKeeper(store, settings.reputation, clock=clock)   # on the same file
         registry = AgentRegistry(fleet, trust=reputation, clock=clock, slow=SlowRule.from_limits(settings.limits))
         # Each agent's key for this run: read from where the fleet file says at start, or made new per launch for
@@ -228,6 +242,9 @@ class Engine:
         await parts.reputation.load((a.id, a.role) for a in config.agents)
         self.reputation.show(a.id for a in config.agents)
         await self._audit("engine", "engine.started", {"fleet": str(config.path), "agents": [a.id for a in config.agents]})
+        await parts.store.call(self._anchor)
+        self._watch = ChangeWatch(parts.store, self._on_store_change)
+        await self._watch.start()
         for view in parts.registry.all():
             self._emit(AgentChanged(view, "", parts.clock()))
         await asyncio.gather(*(self._check_external(v) for v in parts.registry.all()
@@ -303,8 +320,42 @@ class Engine:
         if self.telemetry is not None:       # after the last question's events: its trace leaves too
             await self.telemetry.aclose()
         await parts.client.aclose()
+        if self._watch is not None:
+            await self._watch.aclose()
+        await parts.store.call(self._anchor)
         await parts.store.aclose()
         parts.embedder.close()
+
+    @property
+    def signed_in(self) -> str | None:
+        """On a team store, the PostgreSQL role this desk signed in as: the actor of its operator's acts."""
+        return self.parts.store.signed_in
+
+    def _on_store_change(self, tables: frozenset[str]) -> None:
+        """Another desk committed: coalesced into one StoreChanged; the reputation book takes in its standings
+        (a quarantine or release made there holds here before the next question)."""
+        first = not self._changed
+        self._changed |= tables
+        if first:
+            asyncio.get_running_loop().call_later(STORE_QUIET_S, self._tell_store_changed)
+
+    def _tell_store_changed(self) -> None:
+        tables, self._changed = frozenset(self._changed), set()
+        if self._closing or not tables:
+            return
+        event = StoreChanged(tables, self.parts.clock())
+        if event.touches("trust"):
+            self._spawn(self.parts.reputation.sync())
+        self._emit(event)
+
+    def _anchor(self) -> None:
+        """The chain's head, anchored outside the store at start and at close (engine.store.anchors); a failure
+        is logged, never stops the engine."""
+        anchors, key = default_anchor_files()
+        try:
+            anchor_head(self.parts.store, anchors, key)
+        except (InputError, StoreError) as exc:
+            log.warning("the audit chain's head was not anchored: %s", exc)
 
     async def __aenter__(self) -> "Engine":
         await self.start()

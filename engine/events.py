@@ -60,6 +60,17 @@ class ReviewEnqueued:
 
 
 @dataclass(frozen=True)
+class StoreChanged:
+    """Another desk (or a command) committed to the store this engine shares: these tables changed ("*": which
+    is not known, read everything again). Coalesced: at most one every StoreFeed.quiet_s."""
+    tables: frozenset[str]
+    at: float
+
+    def touches(self, *tables: str) -> bool:
+        return "*" in self.tables or any(t in self.tables for t in tables)
+
+
+@dataclass(frozen=True)
 class TrustUpdated:
     """The reputation book moved (a decided question, an operator's quarantine, release or decision):
     its typed events, the new points of the score history and the new alerts."""

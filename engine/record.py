@@ -21,13 +21,13 @@ def record_answer_sync(store: Store, answer: Answer, also: Callable[[], T] | Non
     data = to_jsonable(answer)
 
     def write() -> T | None:
-        conn = store.db.conn
-        conn.execute("INSERT INTO questions VALUES (?, ?, ?, ?, ?, ?, ?)",
+        store.execute("INSERT INTO questions (trace_id, question, tier, verdict, answer, asked_at, answer_json) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?)",
                      (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, answer.answer,
                       answer.asked_at, json.dumps(data, ensure_ascii=False)))
         now = store.clock()
         for call in answer.agents:
-            conn.execute("INSERT INTO agent_calls (trace_id, agent_id, role, status, latency_ms, error, at) "
+            store.execute("INSERT INTO agent_calls (trace_id, agent_id, role, status, latency_ms, error, at) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (answer.trace_id, call.agent_id, call.role.value, call.status.value, call.latency_ms,
                           call.error, now))

@@ -1,9 +1,14 @@
 """Shared fixtures: every test gets its own SQLite file and cache dir under tmp_path, and the Qt
-platform is offscreen so no display is needed."""
+platform is offscreen so no display is needed. A store test that takes `store_target` runs twice: on a
+SQLite file and on a schema of its own in the PostgreSQL database `make db` made ($QUORUM_TEST_PG). Where
+no such server answers, the PostgreSQL half is skipped, except under CI, where it fails."""
 from __future__ import annotations
 
+import functools
 import os
+import tempfile
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,6 +17,11 @@ from hypothesis import settings as hypothesis_settings
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Engines anchor the audit chain's head at start and close (engine.store.anchors): into this run's own folder,
+# never the user's anchors file and key.
+_ANCHORS = Path(tempfile.mkdtemp(prefix="quorum-test-anchors-"))
+os.environ.setdefault("QUORUM_ANCHORS", str(_ANCHORS / "anchors.jsonl"))
+os.environ.setdefault("QUORUM_ANCHOR_KEY", str(_ANCHORS / "anchor.key"))
 
 # Fuzz tests (hypothesis) draw the same examples on every run, so a red CI is reproducible and never a roll of
 # the dice; HYPOTHESIS_PROFILE=explore draws new ones (and keeps failures in .hypothesis/) to look further.
@@ -83,3 +93,43 @@ def db_path(tmp_path: Path) -> Path:
 @pytest.fixture
 def cache_dir(tmp_path: Path) -> Path:
     return tmp_path / "cache"
+
+
+TEST_PG = os.environ.get("QUORUM_TEST_PG", "postgresql://quorum@127.0.0.1:5432/quorum")
+
+
+@functools.lru_cache(maxsize=1)
+def _postgres_missing() -> str:
+    """Why the test server cannot be used ("" when it can)."""
+    import psycopg
+    try:
+        psycopg.connect(TEST_PG, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        return f"no PostgreSQL for the store tests at {TEST_PG} ({str(exc).strip().splitlines()[0]}); run `make db`"
+    return ""
+
+
+@pytest.fixture
+def postgres_schema():
+    """A schema of this test's own in the test database, dropped after it; yields the URL that puts it first."""
+    import psycopg
+    missing = _postgres_missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    schema = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(TEST_PG, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield f"{TEST_PG}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(TEST_PG, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request, tmp_path: Path):
+    """Where a store test's Store lives: a SQLite file, then a PostgreSQL schema."""
+    from engine.store.target import store_target as target
+    if request.param == "sqlite":
+        return target(tmp_path / "quorum.db")
+    return target(request.getfixturevalue("postgres_schema"))

@@ -280,7 +280,7 @@ async def _score_memory(report: ScenarioReport, engine, texts: Sequence[str], ot
 async def _score_matrix(report: ScenarioReport, engine) -> None:
     calls = [c for c in await engine.parts.tools.calls(limit=10_000) if c.agent_id == OVERREACHER]
     report.overreach_requests = len(calls)
-    audited = await engine.parts.store.call(lambda: {row[0] for row in engine.parts.store.db.conn.execute(
+    audited = await engine.parts.store.call(lambda: {row[0] for row in engine.parts.store.execute(
         "SELECT json_extract(payload, '$.call_id') FROM audit WHERE type = 'tool.refused' AND actor = ?",
         (OVERREACHER,))})
     report.overreach_refused_audited = sum(c.status.value == "refused" and c.id in audited for c in calls)

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from engine import (AgentChanged, AgentState, AlertChanged, AlertsRaised, CascadeResolved, CascadeScored,
                     CorpusIndexProgress, DemoTrafficChanged, Engine, EngineReady, GatewayFlagged, QuestionReceived,
-                    ReviewEnqueued, SilencesChanged, StageProgressed, TrustUpdated)
+                    ReviewEnqueued, SilencesChanged, StageProgressed, StoreChanged, TrustUpdated)
 
 from .alerts import AlertsAdapter
 from .audit import AuditAdapter
@@ -81,6 +81,7 @@ class EngineService(ServiceCore):
             AlertsRaised: self.alerts.on_raised,
             AlertChanged: self.alerts.on_changed,
             SilencesChanged: self.alerts.on_silences,
+            StoreChanged: self._on_store_changed,
         }
         # The question's agents may have written memory or asked for tools: read both again after it.
         self.questions.sig_answer.connect(lambda _answer: (self.memory.load(), self.tools.load()))
@@ -110,6 +111,8 @@ class EngineService(ServiceCore):
     async def _start(self) -> None:
         try:
             await self.engine.start()
+            # On a team store the operator is the role signed in to PostgreSQL, whatever $USER says.
+            self.operator = self.engine.signed_in or self.operator
         except asyncio.CancelledError:
             raise
         except Exception as exc:   # noqa: BLE001 - every failure becomes sig_error
@@ -133,6 +136,21 @@ class EngineService(ServiceCore):
                           context="background error" if error is not None else "")
 
     # --- engine events ---------------------------------------------------------------------
+    def _on_store_changed(self, event: StoreChanged) -> None:
+        """Another desk changed the store this one shares: each panel showing a changed table reads it again."""
+        if event.touches("approvals"):
+            self.reviews.load()
+        if event.touches("alerts", "silences"):
+            self.alerts.load()
+        if event.touches("trust", "trust_history"):
+            self.trust.load()
+        if event.touches("memory_entries", "memory_snapshots"):
+            self.memory.load()
+        if event.touches("tool_calls"):
+            self.tools.load()
+        if event.touches("audit"):
+            self.audit.note_written()
+
     def _on_event(self, event: object) -> None:
         # Called inside the engine's own code path: an exception here must never reach it.
         try:

@@ -24,26 +24,25 @@ _SILENCES = f"SELECT {', '.join(SILENCE_COLUMNS)} FROM silences"
 
 # --- alerts ------------------------------------------------------------------------------------
 def insert_alert(store: Store, alert: NewAlert) -> int:
-    cursor = store.db.conn.execute(
+    return store.insert(
         "INSERT INTO alerts (kind, agent_id, message, trace_id, at, severity) VALUES (?, ?, ?, ?, ?, ?)",
         (alert.kind, alert.agent_id, alert.message, alert.trace_id, alert.at, severity_of(alert.kind).value))
-    return int(cursor.lastrowid)
 
 
 def get_alert(store: Store, alert_id: int) -> AlertRow | None:
-    row = store.db.conn.execute(f"{_ALERTS} WHERE id = ?", [alert_id]).fetchone()
+    row = store.execute(f"{_ALERTS} WHERE id = ?", [alert_id]).fetchone()
     return _alert(row) if row is not None else None
 
 
 def list_alerts(store: Store, open_only: bool = False, limit: int = 200) -> list[AlertRow]:
     where = "WHERE acknowledged_at IS NULL " if open_only else ""
-    rows = store.db.conn.execute(f"{_ALERTS} {where}ORDER BY at DESC, id DESC LIMIT ?", [limit]).fetchall()
+    rows = store.execute(f"{_ALERTS} {where}ORDER BY at DESC, id DESC LIMIT ?", [limit]).fetchall()
     return [_alert(r) for r in rows]
 
 
 def open_groups(store: Store) -> list[tuple[str, str, int]]:
     """(kind, agent_id, count) of unacknowledged alerts: muting depends on nothing else."""
-    return store.db.conn.execute("SELECT kind, agent_id, COUNT(*) FROM alerts WHERE acknowledged_at IS NULL "
+    return store.execute("SELECT kind, agent_id, COUNT(*) FROM alerts WHERE acknowledged_at IS NULL "
                                  "GROUP BY kind, agent_id").fetchall()
 
 
@@ -53,7 +52,7 @@ def acknowledge(store: Store, alert_id: int, by: str, comment: str, now: float) 
     if alert is None:
         raise InputError(f"no alert #{alert_id}")
     if alert.open:
-        store.db.conn.execute("UPDATE alerts SET acknowledged_by = ?, acknowledged_at = ?, ack_comment = ? "
+        store.execute("UPDATE alerts SET acknowledged_by = ?, acknowledged_at = ?, ack_comment = ? "
                               "WHERE id = ?", (by, now, comment, alert_id))
         store.append_audit(alert.trace_id, by, "alert.acknowledged",
                            {"alert": alert_id, "kind": alert.kind, "agent": alert.agent_id, "comment": comment})
@@ -68,10 +67,10 @@ def _alert(row: Sequence[Any]) -> AlertRow:
 # --- silences ----------------------------------------------------------------------------------
 def insert_silence(store: Store, request: SilenceRequest, now: float) -> Silence:
     kind = request.kind.value if request.kind else None
-    cursor = store.db.conn.execute(
+    silence_id = store.insert(
         "INSERT INTO silences (kind, agent_id, created_by, comment, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
         (kind, request.agent_id, request.created_by, request.comment, now, now + request.duration_s))
-    silence = get_silence(store, int(cursor.lastrowid))
+    silence = get_silence(store, silence_id)
     store.append_audit("", request.created_by, "alert.silenced",
                        {"silence": silence.id, "kind": kind, "agent": request.agent_id, "comment": request.comment,
                         "duration_s": request.duration_s, "expires_at": silence.expires_at})
@@ -79,13 +78,13 @@ def insert_silence(store: Store, request: SilenceRequest, now: float) -> Silence
 
 
 def get_silence(store: Store, silence_id: int) -> Silence | None:
-    row = store.db.conn.execute(f"{_SILENCES} WHERE id = ?", [silence_id]).fetchone()
+    row = store.execute(f"{_SILENCES} WHERE id = ?", [silence_id]).fetchone()
     return _silence(row) if row is not None else None
 
 
 def list_silences(store: Store) -> list[Silence]:
     """Every silence, newest first."""
-    rows = store.db.conn.execute(f"{_SILENCES} ORDER BY created_at DESC, id DESC").fetchall()
+    rows = store.execute(f"{_SILENCES} ORDER BY created_at DESC, id DESC").fetchall()
     return [s for s in map(_silence, rows) if s is not None]
 
 
@@ -100,7 +99,7 @@ def end_silence(store: Store, silence_id: int, by: str, now: float) -> Silence:
         raise InputError(f"silence #{silence_id} has already expired")
     if silence.created_at > now:
         raise InputError(f"silence #{silence_id} has not started yet")
-    store.db.conn.execute("UPDATE silences SET ended_at = ?, ended_by = ? WHERE id = ?", (now, by, silence_id))
+    store.execute("UPDATE silences SET ended_at = ?, ended_by = ? WHERE id = ?", (now, by, silence_id))
     store.append_audit("", by, "alert.silence_ended",
                        {"silence": silence_id, "kind": silence.kind.value if silence.kind else None,
                         "agent": silence.agent_id, "expires_at": silence.expires_at})

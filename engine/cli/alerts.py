@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import datetime
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.alerts.kinds import label_of
@@ -30,7 +29,7 @@ from engine.errors import InputError
 from engine.alerts.kinds import AlertKind
 from engine.types import to_jsonable
 
-from .common import action_adder, add_db_option, reported
+from .common import action_adder, add_db_option, reported, store_of
 from .exit_codes import ExitCode
 
 if TYPE_CHECKING:
@@ -87,14 +86,13 @@ def _check(args: argparse.Namespace) -> float | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from engine.engine import default_db_path
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
     from engine.alerts.book import AlertBook    # the store and its sqlite driver only when a command runs
     duration = _check(args)
     action = args.alerts_action
-    path = Path(getattr(args, "db", None) or default_db_path())
-    if not path.is_file():
+    path = store_of(args)
+    if not path.exists():
         if action in EMPTY_WITHOUT_DB:
             _show(action, ((), (0, 0)) if action == "list" else ((), 0.0), args)
             return ExitCode.OK

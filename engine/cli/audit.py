@@ -1,6 +1,7 @@
 """`main.py audit ...`: the audit trail on the SQLite file alone (no fleet is started), like `review`.
 
-    audit verify                                   check the whole hash chain
+    audit verify [--anchors FILE]                  check the whole hash chain, and its anchors
+    audit anchor [--anchors FILE]                  anchor the chain's head outside the database (signed)
     audit list   [filters] [--limit N]             newest first, as a plain-text table
     audit export --format csv|jsonl --out FILE [filters] [--limit N] [--operator WHO]
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from engine.errors import InputError
 from engine.untrusted import quoted_cut
 
-from .common import add_db_option, reported
+from .common import add_db_option, reported, store_of
 from .exit_codes import ExitCode
 
 LIST_LIMIT = 100
@@ -35,9 +36,15 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 def add_parser(subparsers) -> argparse.ArgumentParser:
     audit = subparsers.add_parser("audit", help="the audit trail: verify the hash chain, list and export events")
     _db(audit)
-    actions = audit.add_subparsers(dest="audit_action", required=True, metavar="{verify,list,export}")
-    verify = actions.add_parser("verify", help="check every event against its hash and the one before it")
+    actions = audit.add_subparsers(dest="audit_action", required=True, metavar="{verify,anchor,list,export}")
+    verify = actions.add_parser("verify", help="check every event against its hash and the one before it, and "
+                                               "the chain against its anchors")
     _db(verify)
+    _anchors(verify)
+    anchor = actions.add_parser("anchor", help="write the chain's head to the anchors file, signed (run it now "
+                                               "and then, from cron or a timer: the engine does at start and close)")
+    _db(anchor)
+    _anchors(anchor)
     listing = actions.add_parser("list", help="events, newest first, as a table")
     _db(listing)
     _filters(listing, LIST_LIMIT)
@@ -52,6 +59,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 _db = add_db_option
+
+
+def _anchors(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--anchors", type=Path, metavar="FILE",
+                        help="the anchors file (default: $QUORUM_ANCHORS, or anchors.jsonl in the user data dir; "
+                             "its key: $QUORUM_ANCHOR_KEY, or anchor.key in the user config dir)")
 
 
 def _filters(parser: argparse.ArgumentParser, limit: int | None) -> None:
@@ -95,21 +108,23 @@ def build_filter(args: argparse.Namespace, now: float | None = None):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from engine.engine import default_db_path
+    from engine.store.anchors import anchor_head, check_anchors, default_anchor_files
     from engine.store.audit_log import AuditLog
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
     action = args.audit_action
     filter_ = build_filter(args) if action in ("list", "export") else None   # bad input before any file
-    path = Path(getattr(args, "db", None) or default_db_path())
-    if not path.is_file():
+    path = store_of(args)
+    if not path.exists():
         if action == "list":             # nothing recorded yet: an empty list, and no file created
             print(f"No audit events ({path}: no database here yet)")
             return ExitCode.OK
-        if action == "verify":           # the wording `audit verify` has always had
+        if action in ("verify", "anchor"):   # the wording `audit verify` has always had
             print(f"{path}: no database here yet", file=sys.stderr)
             return ExitCode.BAD_INPUT
         raise InputError(f"{path}: no database here yet; nothing to export")
+    anchors, key = default_anchor_files()
+    anchors = getattr(args, "anchors", None) or anchors
     store = Store(path, MIGRATIONS)
     store.open_sync()
     try:
@@ -119,7 +134,17 @@ def _run(args: argparse.Namespace) -> int:
             if not status.intact:
                 print(f"{path}: {status.message}", file=sys.stderr)
                 return ExitCode.FAILURE
-            print(f"{path}: {status.message}")
+            anchored = check_anchors(store, anchors, key)
+            if not anchored.intact:
+                print(f"{path}: {status.message}, but the anchors in {anchors} disagree: {anchored.message}",
+                      file=sys.stderr)
+                return ExitCode.FAILURE
+            print(f"{path}: {status.message}; {anchored.message} ({anchors})")
+            return ExitCode.OK
+        if action == "anchor":
+            made = anchor_head(store, anchors, key)
+            print(f"{path}: no events yet, nothing to anchor" if made is None
+                  else f"{path}: anchored event {made.seq} ({made.hash[:16]}) in {anchors}")
             return ExitCode.OK
         if action == "list":
             print(format_table(log.query_sync(filter_), filter_))

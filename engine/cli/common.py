@@ -15,7 +15,7 @@ from engine.errors import ConfigError, InputError, QuorumError
 
 from .exit_codes import ExitCode
 
-DB_HELP = "SQLite file (default: user data dir, or $QUORUM_DB)"
+DB_HELP = "SQLite file or postgresql://role@host/db URL (default: user data dir, or $QUORUM_DB)"
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -27,12 +27,29 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
                         help="engine settings file (default: config/engine.toml)")
     parser.add_argument("--corpus", type=Path, default=default,
                         help="folder of your own .md, .txt, .html and .pdf files the built-in agents read")
-    parser.add_argument("--db", type=Path, default=default, help=DB_HELP)
+    parser.add_argument("--db", type=str, default=default, help=DB_HELP)
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     # SUPPRESS: a copy on the sub-command never overwrites a --db given before it (main.py's convention).
-    parser.add_argument("--db", type=Path, default=argparse.SUPPRESS, help=DB_HELP)
+    parser.add_argument("--db", type=str, default=argparse.SUPPRESS, help=DB_HELP)
+
+
+def store_of(args: argparse.Namespace):
+    """The store a command reads: --db, else $QUORUM_DB, else the settings' [store] url, else the desk's own file.
+    On a team store the command's --operator becomes the signed-in role (the audit's actor)."""
+    from engine.engine import default_store
+    from engine.store.target import store_target
+    if getattr(args, "db", None):
+        target = store_target(args.db)
+    elif os.environ.get("QUORUM_DB"):
+        target = default_store()
+    else:
+        from engine import load_settings
+        target = default_store(load_settings(getattr(args, "settings", None)).store.url)
+    if target.shared and hasattr(args, "operator"):
+        args.operator = target.role     # on a team store, whoever acts is the role signed in, not a name typed
+    return target
 
 
 def default_operator() -> str:

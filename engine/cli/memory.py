@@ -20,14 +20,13 @@ import argparse
 import asyncio
 import datetime
 import json
-from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError
 from engine.types import to_jsonable
 from engine.untrusted import quoted, quoted_cut
 
-from .common import action_adder, add_db_option, reported
+from .common import action_adder, add_db_option, reported, store_of
 from .exit_codes import ExitCode
 
 EMPTY_WITHOUT_DB = ("list", "history", "snapshots", "rescan")   # no database yet: an empty answer
@@ -85,14 +84,13 @@ def _check(args: argparse.Namespace) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from engine.engine import default_db_path
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
     from engine.memory.store import MemoryStore
     _check(args)
     action = args.memory_action
-    path = Path(getattr(args, "db", None) or default_db_path())
-    if not path.is_file():
+    path = store_of(args)
+    if not path.exists():
         if action in EMPTY_WITHOUT_DB:   # nothing written yet: empty, and no file created
             _show(action, (), args.json, args)
             return ExitCode.OK

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from engine.untrusted import quoted, quoted_cut
 
-from .common import add_common_options, default_operator, load_fleet_and_settings
+from .common import add_common_options, default_operator, load_fleet_and_settings, store_of
 from .exit_codes import ExitCode
 
 
@@ -80,7 +80,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args, fleet, settings) -> int:
-    from engine.engine import default_db_path
     from engine.errors import InputError
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
@@ -92,7 +91,7 @@ async def _run(args, fleet, settings) -> int:
             raise InputError(f"an empty reason: say why {args.id!r} is {action}d, it goes into the audit trail")
         if args.id not in ids:
             raise InputError(f"no agent {args.id!r} in {fleet.path} (agents: {', '.join(ids)})")
-    store = Store(Path(args.db or default_db_path()), MIGRATIONS)
+    store = Store(store_of(args), MIGRATIONS)
     await store.open()
     try:
         keeper = ReputationKeeper(store, settings.reputation)

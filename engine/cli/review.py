@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .common import add_db_option, default_operator
+from .common import add_db_option, default_operator, store_of
 from .exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from engine.store.target import StoreTarget
 
 
 def add_parser(sub) -> None:
@@ -33,9 +36,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from engine import InputError, default_db_path
+    from engine import InputError
     from engine.review import allowed_reasons_text
-    path = Path(args.db or default_db_path())
+    path = store_of(args)
     approve = args.review_action == "approve"
     try:
         return asyncio.run(_review_run(args, path))
@@ -46,7 +49,7 @@ def run(args) -> int:
         return ExitCode.BAD_INPUT
 
 
-async def _review_run(args, path: Path) -> int:
+async def _review_run(args, path: StoreTarget) -> int:
     from engine import InputError
     from engine.review import ReviewQueue
     from engine import load_settings
@@ -57,7 +60,7 @@ async def _review_run(args, path: Path) -> int:
     from engine.reputation.keeper import ReputationKeeper
     if args.review_action != "list":
         check_decision(args.review_action == "approve", args.reason, args.note)   # before touching any file
-    if not path.is_file():
+    if not path.exists():
         if args.review_action == "list":       # nothing asked yet: an empty queue, and no file created
             print("[]" if args.json else f"No review items ({path}: no database here yet)")
             return ExitCode.OK

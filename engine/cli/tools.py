@@ -14,15 +14,19 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .common import store_of
 from .exit_codes import ExitCode
-DB_HELP = "SQLite file (default: user data dir, or $QUORUM_DB)"
+
+if TYPE_CHECKING:
+    from engine.store.target import StoreTarget
+DB_HELP = "SQLite file or postgresql://role@host/db URL (default: user data dir, or $QUORUM_DB)"
 
 
 def _options(parser: argparse.ArgumentParser, *, permissions: bool = False) -> None:
     # SUPPRESS: a value given before the command (`main.py --db X tools ...`) is not overwritten.
-    parser.add_argument("--db", type=Path, default=argparse.SUPPRESS, help=DB_HELP)
+    parser.add_argument("--db", type=str, default=argparse.SUPPRESS, help=DB_HELP)
     parser.add_argument("--json", action="store_true", help="print JSON")
     if permissions:
         parser.add_argument("--permissions", type=Path, default=None,
@@ -61,9 +65,8 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.BAD_INPUT
 
 
-def _db_path(args) -> Path:
-    from engine.engine import default_db_path
-    return Path(getattr(args, "db", None) or default_db_path())
+def _db_path(args) -> StoreTarget:
+    return store_of(args)
 
 
 def _load_matrix(args):
@@ -90,7 +93,7 @@ async def _run(args) -> int:
             raise InputError(f"an empty reason: say why tool call {args.id} is {action}d, it goes into the audit trail")
     matrix = _load_matrix(args)[0] if action == "approve" else PermissionMatrix()
     path = _db_path(args)
-    if not path.is_file():
+    if not path.exists():
         if action == "list-pending":       # nothing asked yet: an empty queue, and no file created
             print("[]" if args.json else f"No pending tool calls ({path}: no database here yet)")
             return ExitCode.OK
@@ -118,16 +121,16 @@ async def _run(args) -> int:
     return ExitCode.OK
 
 
-async def _counts(path: Path) -> dict[str, dict[str, int]]:
+async def _counts(path: StoreTarget) -> dict[str, dict[str, int]]:
     """Tool calls per agent and status, when the database exists (the matrix is shown either way)."""
-    if not path.is_file():
+    if not path.exists():
         return {}
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
     store = Store(path, MIGRATIONS)
     await store.open()
     try:
-        rows = await store.call(lambda: store.db.conn.execute(
+        rows = await store.call(lambda: store.execute(
             "SELECT agent_id, status, COUNT(*) FROM tool_calls GROUP BY agent_id, status").fetchall())
     finally:
         await store.aclose()

@@ -7,10 +7,10 @@ import argparse
 import datetime
 import json
 import sys
-from pathlib import Path
 
 from engine.untrusted import quoted, quoted_cut
 
+from .common import store_of
 from .exit_codes import ExitCode
 
 
@@ -18,8 +18,8 @@ def add_parser(sub) -> None:
     trace = sub.add_parser("trace", help="print the whole chain of one question or message by its trace id")
     trace.add_argument("trace_id", help="a question's trace id (the answer, alerts and audit show it) or a message's")
     trace.add_argument("--json", action="store_true", help="print the lines as JSON")
-    trace.add_argument("--db", type=Path, default=argparse.SUPPRESS,
-                       help="SQLite file (default: user data dir, or $QUORUM_DB)")
+    trace.add_argument("--db", type=str, default=argparse.SUPPRESS,
+                       help="SQLite file or postgresql://role@host/db URL (default: user data dir, or $QUORUM_DB)")
 
 
 def _when(at: float) -> str:
@@ -34,12 +34,11 @@ def format_line(line) -> str:
 
 
 def run(args) -> int:
-    from engine.engine import default_db_path
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
     from engine.gateway.traces import trace_sync
-    path = getattr(args, "db", None) or default_db_path()
-    if not Path(path).is_file():
+    path = store_of(args)
+    if not path.exists():
         print(f"{path}: no database here yet", file=sys.stderr)
         return ExitCode.BAD_INPUT
     store = Store(path, MIGRATIONS)

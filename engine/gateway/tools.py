@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence
 
 from ..errors import InputError
-from ..store.db import Store
+from ..store.db import NO_LIMIT, Store
 from ..text import shorten
 from ..types import AgentSpec, Role, ToolRequest, TrustLevel, to_jsonable
 from .decision import Action, Screening
@@ -430,10 +430,10 @@ def _call_id(call_id: Any) -> int:
 
 def _write_outbox(store: Store, call_id: int, params: Mapping[str, Any]) -> tuple[int, str]:
     """send_email's effect, inside the caller's transaction: one outbox row."""
-    cursor = store.db.conn.execute(
+    outbox_id = store.insert(
         "INSERT INTO outbox (tool_call_id, recipient, subject, body, at) VALUES (?, ?, ?, ?, ?)",
         (call_id, params["to"], params["subject"], params["body"], store.clock()))
-    return cursor.lastrowid, f"e-mail to {params['to']} written to the outbox (#{cursor.lastrowid}); not sent"
+    return outbox_id, f"e-mail to {params['to']} written to the outbox (#{outbox_id}); not sent"
 
 
 # Outward tools' effects, run in the same transaction as the row that records them.
@@ -630,17 +630,15 @@ class ToolBroker:
         store = self._store
 
         def write() -> tuple[int, str]:
-            conn = store.db.conn
-            cursor = conn.execute("INSERT INTO tool_calls (trace_id, agent_id, tool, params, status, why, result, at) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                  (trace_id, agent, tool, params_json, status.value, why, result, store.clock()))
-            call_id = cursor.lastrowid
+            call_id = store.insert("INSERT INTO tool_calls (trace_id, agent_id, tool, params, status, why, result, at) "
+                                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                   (trace_id, agent, tool, params_json, status.value, why, result, store.clock()))
             payload: dict[str, Any] = {"call_id": call_id, "agent": agent, "tool": tool, "params": stored,
                                        "status": status.value, "why": why}
             final = result
             if effect is not None:
                 effect_id, final = effect(store, call_id, params)
-                conn.execute("UPDATE tool_calls SET result = ? WHERE id = ?", (final, call_id))
+                store.execute("UPDATE tool_calls SET result = ? WHERE id = ?", (final, call_id))
                 payload["effect_id"] = effect_id
             if final:
                 payload["result"] = shorten(final, 300)
@@ -675,8 +673,7 @@ class ToolBroker:
         store = self._store
 
         def write() -> ToolCallResult:
-            conn = store.db.conn
-            row = conn.execute(f"{_CALL_SELECT} WHERE id = ?", (number,)).fetchone()
+            row = store.execute(f"{_CALL_SELECT} WHERE id = ?", (number,)).fetchone()
             if row is None:
                 raise InputError(f"tool call #{number} does not exist")
             call = _call(row)
@@ -703,9 +700,9 @@ class ToolBroker:
                 status = ToolStatus.APPROVED
             else:
                 status, result = ToolStatus.REJECTED, ""
-            conn.execute("UPDATE tool_calls SET status = ?, result = ?, decided_by = ?, decided_at = ?, reason = ? "
-                         "WHERE id = ? AND status = 'pending'",
-                         (status.value, result, by, store.clock(), reason, number))
+            store.execute("UPDATE tool_calls SET status = ?, result = ?, decided_by = ?, decided_at = ?, reason = ? "
+                          "WHERE id = ? AND status = 'pending'",
+                          (status.value, result, by, store.clock(), reason, number))
             store.append_audit(call.trace_id, by, f"tool.{status.value}", payload)
             why = f"{status.value} by {by}: {reason}"
             return ToolCallResult(number, call.agent_id, call.tool, status, why, result)
@@ -728,18 +725,18 @@ class ToolBroker:
         order = "ORDER BY at, id" if status is ToolStatus.PENDING else "ORDER BY at DESC, id DESC"
         sql = f"{_CALL_SELECT} {where} {order} LIMIT ?"
         rows = await self._store.call(
-            lambda: self._store.db.conn.execute(sql, [*args, -1 if limit is None else int(limit)]).fetchall())
+            lambda: self._store.execute(sql, [*args, NO_LIMIT if limit is None else int(limit)]).fetchall())
         return [_call(r) for r in rows]
 
     async def get(self, call_id: int | str) -> ToolCall | None:
         number = _call_id(call_id)
         row = await self._store.call(
-            lambda: self._store.db.conn.execute(f"{_CALL_SELECT} WHERE id = ?", (number,)).fetchone())
+            lambda: self._store.execute(f"{_CALL_SELECT} WHERE id = ?", (number,)).fetchone())
         return _call(row) if row else None
 
     async def outbox(self, limit: int = 100) -> list[OutboxMail]:
         """What send_email "sent", newest first."""
-        rows = await self._store.call(lambda: self._store.db.conn.execute(
+        rows = await self._store.call(lambda: self._store.execute(
             "SELECT id, tool_call_id, recipient, subject, body, at FROM outbox ORDER BY id DESC LIMIT ?",
             (limit,)).fetchall())
         return [OutboxMail(*r) for r in rows]

@@ -15,14 +15,13 @@ AUDIT_TYPES = {"block": "gateway.blocked", "sanitise": "gateway.sanitised", "esc
 
 def write_report(store: Store, report: GatewayReport) -> None:
     """Inside store.transaction(): the trace's events and flags, and an audit event per flag."""
-    conn = store.db.conn
-    conn.executemany(
+    store.executemany(
         "INSERT INTO trace_events (trace_id, parent_trace_id, kind, source, target, trust, summary, data, at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [(e.trace_id, e.parent_trace_id, e.kind.value, e.source, e.target, e.trust, e.summary,
           json.dumps(dict(e.data), ensure_ascii=False, default=str), e.at) for e in report.events])
     for f in report.flags:
-        conn.execute(
+        store.execute(
             "INSERT INTO gateway_decisions (trace_id, parent_trace_id, source, target, kind, trust, channel, action, "
             "score, evidence, excerpt, at, item) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (f.trace_id, f.parent_trace_id, f.source, f.target, f.kind, f.trust.value, f.channel, f.action.value,
@@ -73,34 +72,33 @@ def _line(depth: int, row) -> TraceLine:
     return TraceLine(depth, *row[:8], json.loads(row[8]))
 
 
-def _walk(conn, parent: str, depth: int, seen: set[str], out: list[TraceLine]) -> None:
+def _walk(store: Store, parent: str, depth: int, seen: set[str], out: list[TraceLine]) -> None:
     """The messages whose parent is `parent`, each followed by its own descendants."""
-    rows = conn.execute(f"SELECT {_EVENT_COLUMNS} FROM trace_events WHERE parent_trace_id = ? ORDER BY at, id",
+    rows = store.execute(f"SELECT {_EVENT_COLUMNS} FROM trace_events WHERE parent_trace_id = ? ORDER BY at, id",
                         (parent,)).fetchall()
     for row in rows:
         out.append(_line(depth, row))
         if row[0] not in seen:
             seen.add(row[0])
-            _walk(conn, row[0], depth + 1, seen, out)
+            _walk(store, row[0], depth + 1, seen, out)
 
 
 def trace_sync(store: Store, trace_id: str) -> tuple[TraceLine, ...]:
     """Every event of a trace and of its descendants (messages whose parent it is), in time order,
     each with its depth under the root. Audit events of the trace come too, as lines of kind 'audit'."""
-    conn = store.db.conn
-    out = [_line(0, row) for row in conn.execute(
+    out = [_line(0, row) for row in store.execute(
         f"SELECT {_EVENT_COLUMNS} FROM trace_events WHERE trace_id = ? ORDER BY at, id", (trace_id,))]
-    _walk(conn, trace_id, 1, {trace_id}, out)
-    for seq, actor, type_, payload, at in conn.execute(
+    _walk(store, trace_id, 1, {trace_id}, out)
+    for seq, actor, type_, payload, at in store.execute(
             "SELECT seq, actor, type, payload, at FROM audit WHERE trace_id = ? ORDER BY seq", (trace_id,)):
         out.append(TraceLine(1, trace_id, "", "audit", actor, "", "", f"{type_} (audit #{seq})", at,
                              json.loads(payload)))
-    question = conn.execute("SELECT question, verdict, answer, asked_at FROM questions WHERE trace_id = ?",
+    question = store.execute("SELECT question, verdict, answer, asked_at FROM questions WHERE trace_id = ?",
                             (trace_id,)).fetchone()
     if question:
         out.append(TraceLine(0, trace_id, "", "question", "operator", "engine", "USER",
                              f"{question[0]} → {question[1]}: {question[2]}", question[3], {}))
-    parent = conn.execute("SELECT parent_trace_id FROM trace_events WHERE trace_id = ? AND parent_trace_id != '' "
+    parent = store.execute("SELECT parent_trace_id FROM trace_events WHERE trace_id = ? AND parent_trace_id != '' "
                           "LIMIT 1", (trace_id,)).fetchone()
     lines = sorted(out, key=lambda line: line.at)   # stable: a message stays before its descendants
     if parent:   # a message's trace names its parent first, so the chain can be walked up
@@ -118,4 +116,4 @@ def recent_decisions_sync(store: Store, limit: int = 200, action: str | None = N
     sql += " ORDER BY at DESC, id DESC LIMIT ?"
     args.append(limit)
     return tuple(DecisionRow(*row[:10], tuple(json.loads(row[10])), row[11], row[12], row[13])
-                 for row in store.db.conn.execute(sql, args))
+                 for row in store.execute(sql, args))

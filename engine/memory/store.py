@@ -58,9 +58,6 @@ class MemoryStore:
     async def _txn(self, fn: Callable[[], T]) -> T:
         return await self._store.call(self._store.transaction, fn)
 
-    @property
-    def _conn(self):
-        return self._store.db.conn
 
     def _require_screen(self, what: str) -> Screen:
         if self._screen is None:
@@ -96,18 +93,18 @@ class MemoryStore:
             "evidence": list(screening.evidence), "excerpt": printable(content, 160), "chars": len(content)})
 
     def _insert(self, author: str, namespace: str, key: str, trace_id: str, screening: Screening) -> WriteResult:
-        conn, store = self._conn, self._store
-        previous = conn.execute("SELECT id FROM memory_entries WHERE namespace = ? AND key = ? AND status = 'active'",
+        store = self._store
+        previous = store.execute("SELECT id FROM memory_entries WHERE namespace = ? AND key = ? AND status = 'active'",
                                 (namespace, key)).fetchone()
-        version = conn.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM memory_entries WHERE namespace = ? AND key = ?",
+        version = store.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM memory_entries WHERE namespace = ? AND key = ?",
                                (namespace, key)).fetchone()[0]
         # Stored as superseded, then settle() makes it the active version (one rule for all changes).
         # screening.text, not the content: sanitised, and cut where the scanners stopped reading.
-        entry_id = conn.execute(
+        entry_id = store.insert(
             "INSERT INTO memory_entries (namespace, key, content, version, author, trace_id, written_at, screen_score, "
             "status, status_why) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'superseded', '')",
-            (namespace, key, screening.text, version, author, trace_id, store.clock(), screening.score)).lastrowid
-        settle(conn, namespace, key, "sanitised by the gateway" if screening.action is Action.SANITISE else "")
+            (namespace, key, screening.text, version, author, trace_id, store.clock(), screening.score))
+        settle(store, namespace, key, "sanitised by the gateway" if screening.action is Action.SANITISE else "")
         store.append_audit(trace_id, author, "memory.written", {
             "entry_id": entry_id, "namespace": namespace, "key": key, "version": version,
             "action": screening.action.value, "score": screening.score, "evidence": list(screening.evidence),
@@ -132,10 +129,10 @@ class MemoryStore:
         where, args = "WHERE namespace = ? AND status = 'active'", [namespace]
         if key is not None:
             where, args = where + " AND key = ?", args + [key]
-        found = tuple(rows.entry(r) for r in self._conn.execute(f"{rows.SELECT_ENTRY} {where} ORDER BY key", args))
+        found = tuple(rows.entry(r) for r in self._store.execute(f"{rows.SELECT_ENTRY} {where} ORDER BY key", args))
         if found:
             at = self._store.clock()
-            self._conn.executemany("INSERT INTO memory_reads (entry_id, reader, trace_id, at) VALUES (?, ?, ?, ?)",
+            self._store.executemany("INSERT INTO memory_reads (entry_id, reader, trace_id, at) VALUES (?, ?, ?, ?)",
                                    [(e.id, reader, trace_id, at) for e in found])
             self._store.append_audit(trace_id, reader, "memory.read",
                                      {"namespace": namespace, "key": key, "entries": [e.id for e in found]})
@@ -150,7 +147,7 @@ class MemoryStore:
 
     # --- queries (no audit: nothing changes) ------------------------------------------------
     def _get(self, entry_id: int) -> MemoryEntry | None:
-        row = self._conn.execute(f"{rows.SELECT_ENTRY} WHERE id = ?", (entry_id,)).fetchone()
+        row = self._store.execute(f"{rows.SELECT_ENTRY} WHERE id = ?", (entry_id,)).fetchone()
         return rows.entry(row) if row else None
 
     def _must_get(self, entry_id: int) -> MemoryEntry:
@@ -170,19 +167,20 @@ class MemoryStore:
         if not include_inactive:
             where.append("status = 'active'")
         sql = f"{rows.SELECT_ENTRY} {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY namespace, key, version"
-        return await self._store.call(lambda: tuple(rows.entry(r) for r in self._conn.execute(sql, args)))
+        return await self._store.call(lambda: tuple(rows.entry(r) for r in self._store.execute(sql, args)))
 
     async def history(self, namespace: str, key: str) -> tuple[MemoryEntry, ...]:
         """Every version of one key, oldest first."""
         args = (policy.name(namespace, "the namespace"), policy.key(key))
         sql = f"{rows.SELECT_ENTRY} WHERE namespace = ? AND key = ? ORDER BY version"
-        return await self._store.call(lambda: tuple(rows.entry(r) for r in self._conn.execute(sql, args)))
+        return await self._store.call(lambda: tuple(rows.entry(r) for r in self._store.execute(sql, args)))
 
     async def namespaces(self) -> tuple[NamespaceSummary, ...]:
-        sql = ("SELECT namespace, SUM(status = 'active'), SUM(status = 'superseded'), SUM(status = 'quarantined'), "
-               "SUM(status = 'rolled_back'), MAX(id), MAX(written_at) FROM memory_entries "
+        counts = ", ".join(f"COUNT(CASE WHEN status = '{s.value}' THEN 1 END)" for s in (
+            EntryStatus.ACTIVE, EntryStatus.SUPERSEDED, EntryStatus.QUARANTINED, EntryStatus.ROLLED_BACK))
+        sql = (f"SELECT namespace, {counts}, MAX(id), MAX(written_at) FROM memory_entries "
                "GROUP BY namespace ORDER BY namespace")
-        return await self._store.call(lambda: tuple(NamespaceSummary(*r) for r in self._conn.execute(sql)))
+        return await self._store.call(lambda: tuple(NamespaceSummary(*r) for r in self._store.execute(sql)))
 
     async def spread(self, entry_id: int | str) -> Spread:
         """Who read this entry, in which traces, and what those readers wrote later in the same traces."""
@@ -190,9 +188,9 @@ class MemoryStore:
 
     def _spread(self, entry_id: int) -> Spread:
         entry = self._must_get(entry_id)
-        reads = tuple(rows.read(r) for r in self._conn.execute(
+        reads = tuple(rows.read(r) for r in self._store.execute(
             f"{rows.SELECT_READ} WHERE entry_id = ? ORDER BY at, id", (entry_id,)))
-        derived = tuple(rows.entry(r) for r in self._conn.execute(
+        derived = tuple(rows.entry(r) for r in self._store.execute(
             f"{rows.SELECT_ENTRY} WHERE id > ? AND EXISTS (SELECT 1 FROM memory_reads r WHERE r.entry_id = ? "
             "AND r.trace_id = memory_entries.trace_id AND r.reader = memory_entries.author) ORDER BY id",
             (entry_id, entry_id)))
@@ -237,30 +235,30 @@ class MemoryStore:
         return await self._txn(lambda: self._snapshot_all(label, by))
 
     def _snapshot_all(self, label: str, by: str) -> tuple[Snapshot, ...]:
-        latest = self._conn.execute(
+        latest = self._store.execute(
             "SELECT namespace, MAX(id) FROM memory_entries GROUP BY namespace ORDER BY namespace").fetchall()
         return tuple(self._snapshot(namespace, label, by, last) for namespace, last in latest)
 
     def _snapshot(self, namespace: str, label: str, by: str, last_entry_id: int | None) -> Snapshot:
-        conn, store = self._conn, self._store
+        store = self._store
         if last_entry_id is None:
-            last_entry_id = conn.execute("SELECT MAX(id) FROM memory_entries WHERE namespace = ?",
+            last_entry_id = store.execute("SELECT MAX(id) FROM memory_entries WHERE namespace = ?",
                                          (namespace,)).fetchone()[0]
             if last_entry_id is None:
                 raise InputError(f"memory namespace {namespace!r} has no entries; there is nothing to snapshot")
-        snapshot_id = conn.execute(
+        snapshot_id = store.insert(
             "INSERT INTO memory_snapshots (namespace, label, at, last_entry_id, created_by) VALUES (?, ?, ?, ?, ?)",
-            (namespace, label, store.clock(), last_entry_id, by)).lastrowid
+            (namespace, label, store.clock(), last_entry_id, by))
         store.append_audit("", by, "memory.snapshot", {"snapshot_id": snapshot_id, "namespace": namespace,
                                                        "label": label, "last_entry_id": last_entry_id})
-        return rows.snapshot(conn.execute(f"{rows.SELECT_SNAPSHOT} WHERE id = ?", (snapshot_id,)).fetchone())
+        return rows.snapshot(store.execute(f"{rows.SELECT_SNAPSHOT} WHERE id = ?", (snapshot_id,)).fetchone())
 
     async def snapshots(self, namespace: str | None = None) -> tuple[Snapshot, ...]:
         """Snapshots of one namespace (None: all), newest first."""
         where, args = ("WHERE namespace = ?", [policy.name(namespace, "the namespace")]) if namespace is not None \
             else ("", [])
         sql = f"{rows.SELECT_SNAPSHOT} {where} ORDER BY at DESC, id DESC"
-        return await self._store.call(lambda: tuple(rows.snapshot(r) for r in self._conn.execute(sql, args)))
+        return await self._store.call(lambda: tuple(rows.snapshot(r) for r in self._store.execute(sql, args)))
 
     async def maybe_snapshot(self, now: float) -> tuple[Snapshot, ...]:
         """For the engine after each question: snapshots every namespace when the schedule says so.
@@ -270,7 +268,7 @@ class MemoryStore:
             return ()
 
         def txn() -> tuple[Snapshot, ...]:
-            last_at = self._conn.execute("SELECT MAX(at) FROM memory_snapshots WHERE label = ?",
+            last_at = self._store.execute("SELECT MAX(at) FROM memory_snapshots WHERE label = ?",
                                          (schedule.label,)).fetchone()[0]
             return self._snapshot_all(schedule.label, schedule.by) if schedule.due(now, last_at) else ()
         return await self._txn(txn)
@@ -283,7 +281,7 @@ class MemoryStore:
         by, reason = policy.name(by, "who rolls back"), policy.reason(reason, "roll memory back")
 
         def txn() -> RollbackResult:
-            row = self._conn.execute(f"{rows.SELECT_SNAPSHOT} WHERE id = ?", (snapshot_id,)).fetchone()
+            row = self._store.execute(f"{rows.SELECT_SNAPSHOT} WHERE id = ?", (snapshot_id,)).fetchone()
             if row is None:
                 raise InputError(f"memory snapshot #{snapshot_id} does not exist")
             snap = rows.snapshot(row)
@@ -297,7 +295,7 @@ class MemoryStore:
         by, reason = policy.name(by, "who rolls back"), policy.reason(reason, "roll memory back")
 
         def txn() -> RollbackResult:
-            first = self._conn.execute("SELECT MIN(id) FROM memory_entries WHERE namespace = ? AND trace_id = ?",
+            first = self._store.execute("SELECT MIN(id) FROM memory_entries WHERE namespace = ? AND trace_id = ?",
                                        (namespace, trace_id)).fetchone()[0]
             if first is None:
                 raise InputError(f"trace {trace_id} wrote nothing in memory namespace {namespace!r}")
@@ -306,16 +304,16 @@ class MemoryStore:
 
     def _rollback(self, namespace: str, after_entry_id: int, by: str, reason: str, trace_id: str, *,
                   snapshot_id: int | None = None, before_trace: str = "") -> RollbackResult:
-        conn = self._conn
-        later = conn.execute("SELECT id, key, status, status_why FROM memory_entries WHERE namespace = ? AND id > ? "
+        store = self._store
+        later = store.execute("SELECT id, key, status, status_why FROM memory_entries WHERE namespace = ? AND id > ? "
                              "AND status != 'rolled_back' ORDER BY id", (namespace, after_entry_id)).fetchall()
         why = f"rolled back by {by}: {reason}"
         # Quarantined entries are rolled back too (rolled_back is final); their quarantine stays in the
         # audit trail and in status_why.
-        conn.executemany("UPDATE memory_entries SET status = 'rolled_back', status_why = ? WHERE id = ?",
+        store.executemany("UPDATE memory_entries SET status = 'rolled_back', status_why = ? WHERE id = ?",
                          [(why if status != "quarantined" else f"{why} (was {old_why})", entry_id)
                           for entry_id, _, status, old_why in later])
-        restored = [settle(conn, namespace, key, f"restored by rollback: {reason}")
+        restored = [settle(store, namespace, key, f"restored by rollback: {reason}")
                     for key in dict.fromkeys(key for _, key, _, _ in later)]
         result = RollbackResult(namespace, after_entry_id, tuple(r[0] for r in later),
                                 tuple(r for r in restored if r is not None), snapshot_id, before_trace)
@@ -339,9 +337,9 @@ class MemoryStore:
                 raise InputError(f"memory entry #{entry_id} is already quarantined ({entry.status_why})")
             if entry.status is EntryStatus.ROLLED_BACK:
                 raise InputError(f"memory entry #{entry_id} was rolled back; it is out of memory for good")
-            self._conn.execute("UPDATE memory_entries SET status = 'quarantined', status_why = ? WHERE id = ?",
+            self._store.execute("UPDATE memory_entries SET status = 'quarantined', status_why = ? WHERE id = ?",
                                (f"quarantined by {by}: {reason}", entry_id))
-            restored = settle(self._conn, entry.namespace, entry.key, f"restored: #{entry_id} was quarantined")
+            restored = settle(self._store, entry.namespace, entry.key, f"restored: #{entry_id} was quarantined")
             return self._status_change("memory.quarantined", entry, by, reason, restored)
         return await self._txn(txn)
 
@@ -355,15 +353,15 @@ class MemoryStore:
             if entry.status is not EntryStatus.QUARANTINED:
                 raise InputError(f"memory entry #{entry_id} is {entry.status.value}, not quarantined; "
                                  "only a quarantined entry can be released")
-            self._conn.execute("UPDATE memory_entries SET status = 'superseded', status_why = ? WHERE id = ?",
+            self._store.execute("UPDATE memory_entries SET status = 'superseded', status_why = ? WHERE id = ?",
                                (f"released by {by}: {reason}", entry_id))
-            restored = settle(self._conn, entry.namespace, entry.key, f"released by {by}: {reason}")
+            restored = settle(self._store, entry.namespace, entry.key, f"released by {by}: {reason}")
             return self._status_change("memory.released", entry, by, reason, restored)
         return await self._txn(txn)
 
     def _status_change(self, type_: str, before: MemoryEntry, by: str, reason: str,
                        restored: int | None) -> StatusChange:
-        active = self._conn.execute(f"{rows.SELECT_ENTRY} WHERE namespace = ? AND key = ? AND status = 'active'",
+        active = self._store.execute(f"{rows.SELECT_ENTRY} WHERE namespace = ? AND key = ? AND status = 'active'",
                                     (before.namespace, before.key)).fetchone()
         change = StatusChange(self._must_get(before.id), rows.entry(active) if active else None)
         # Audited under the trace that wrote the entry, so the trace's record shows what became of it.

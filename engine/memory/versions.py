@@ -8,14 +8,15 @@ rule lives in one place. The partial unique index memory_entries_one_active back
 """
 from __future__ import annotations
 
-import sqlite3
+from ..store.db import Store
 
 
-def settle(conn: sqlite3.Connection, namespace: str, key: str, why: str) -> int | None:
+
+def settle(store: Store, namespace: str, key: str, why: str) -> int | None:
     """Re-applies the rule to one key, inside the caller's transaction. Returns the id of a version
     that became active by this call (None if the active version did not change or there is none).
     `why` is recorded on a version that becomes active."""
-    rows = conn.execute("SELECT id, status FROM memory_entries WHERE namespace = ? AND key = ? "
+    rows = store.execute("SELECT id, status FROM memory_entries WHERE namespace = ? AND key = ? "
                         "AND status IN ('active', 'superseded') ORDER BY version DESC",
                         (namespace, key)).fetchall()
     if not rows:
@@ -24,9 +25,9 @@ def settle(conn: sqlite3.Connection, namespace: str, key: str, why: str) -> int 
     # Demote first: the unique index allows one active row at any moment, not only at commit.
     for entry_id, status in rows[1:]:
         if status == "active":
-            conn.execute("UPDATE memory_entries SET status = 'superseded', status_why = ? WHERE id = ?",
+            store.execute("UPDATE memory_entries SET status = 'superseded', status_why = ? WHERE id = ?",
                          (f"superseded by #{newest}", entry_id))
     if newest_status == "active":
         return None
-    conn.execute("UPDATE memory_entries SET status = 'active', status_why = ? WHERE id = ?", (why, newest))
+    store.execute("UPDATE memory_entries SET status = 'active', status_why = ? WHERE id = ?", (why, newest))
     return newest

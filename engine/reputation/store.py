@@ -37,6 +37,12 @@ class AuditEntry:
     payload: Mapping[str, Any]
 
 
+# One agent's standing, inserted or replaced whole (ON CONFLICT: both stores' upsert).
+_UPSERT_TRUST = (f"INSERT INTO trust ({', '.join(TRUST_COLUMNS)}) VALUES ({', '.join('?' for _ in TRUST_COLUMNS)}) "
+                 f"ON CONFLICT (agent_id) DO UPDATE SET "
+                 f"{', '.join(f'{c} = excluded.{c}' for c in TRUST_COLUMNS if c != 'agent_id')}")
+
+
 class ReputationTables:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -50,12 +56,10 @@ class ReputationTables:
 
     def save_sync(self, standings, points=(), alerts=(), audit=()) -> list[int]:
         def write() -> list[int]:
-            conn = self.store.db.conn
             for row in standings:
-                conn.execute(f"INSERT OR REPLACE INTO trust ({', '.join(TRUST_COLUMNS)}) VALUES "
-                             f"({', '.join('?' for _ in TRUST_COLUMNS)})", [row[c] for c in TRUST_COLUMNS])
+                self.store.execute(_UPSERT_TRUST, [row[c] for c in TRUST_COLUMNS])
             for p in points:
-                conn.execute("INSERT INTO trust_history (agent_id, score, state, trace_id, why, at) "
+                self.store.execute("INSERT INTO trust_history (agent_id, score, state, trace_id, why, at) "
                              "VALUES (?, ?, ?, ?, ?, ?)", (p.agent_id, p.score, p.state, p.trace_id, p.why, p.at))
             ids = [alert_table.insert_alert(self.store, a) for a in alerts]
             for entry in audit:
@@ -75,13 +79,13 @@ class ReputationTables:
         return await self.store.call(self.standings_sync)
 
     def standings_sync(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.store.db.query(f"SELECT {', '.join(TRUST_COLUMNS)} FROM trust ORDER BY agent_id")]
+        return self.store.query(f"SELECT {', '.join(TRUST_COLUMNS)} FROM trust ORDER BY agent_id")
 
     async def history(self, since: float = 0.0) -> list[ScorePoint]:
         return await self.store.call(self.history_sync, since)
 
     def history_sync(self, since: float = 0.0) -> list[ScorePoint]:
-        rows = self.store.db.conn.execute("SELECT agent_id, score, state, trace_id, why, at FROM trust_history "
+        rows = self.store.execute("SELECT agent_id, score, state, trace_id, why, at FROM trust_history "
                                           "WHERE at >= ? ORDER BY at, id", [since]).fetchall()
         return [ScorePoint(*r) for r in rows]
 

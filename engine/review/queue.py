@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import InputError
-from ..store.db import Store
+from ..store.db import NO_LIMIT, Store
 from ..types import RiskTier, Verdict, to_jsonable
 from ..answer import Answer
 from .payload import (AgentSummary, CandidateSummary, CascadeSummary, ClaimSummary, Position, agents_from_payload,
@@ -144,15 +144,13 @@ class ReviewQueue:
 
     def _insert(self, answer: Answer, why: str, payload: str) -> int:
         store = self._store
-        conn = store.db.conn
-        existing = conn.execute("SELECT id FROM approvals WHERE trace_id = ?", (answer.trace_id,)).fetchone()
+        existing = store.execute("SELECT id FROM approvals WHERE trace_id = ?", (answer.trace_id,)).fetchone()
         if existing:
             return existing[0]
-        cursor = conn.execute(
+        item_id = store.insert(
             "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload) "
             "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
             (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, why, store.clock(), payload))
-        item_id = cursor.lastrowid
         store.append_audit(answer.trace_id, "engine", "review.enqueued",
                            {"id": item_id, "why": why, "tier": answer.tier.value, "verdict": answer.verdict.value})
         return item_id
@@ -171,20 +169,19 @@ class ReviewQueue:
         status = ReviewStatus.APPROVED if approve else ReviewStatus.REJECTED
 
         def write() -> ReviewItem:
-            conn = store.db.conn
-            row = conn.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()
+            row = store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()
             if row is None:
                 raise InputError(f"review item #{item_id} does not exist")
             item = _item(row)
             if not item.pending:
                 raise InputError(f"review item #{item_id} was already {item.status.value} by {item.decided_by} "
                                  f"({item.reason}); a decision is final")
-            conn.execute("UPDATE approvals SET status = ?, decided_by = ?, reason = ?, note = ?, decided_at = ? "
-                         "WHERE id = ? AND status = 'pending'",
-                         (status.value, operator, reason, note, store.clock(), item_id))
+            store.execute("UPDATE approvals SET status = ?, decided_by = ?, reason = ?, note = ?, decided_at = ? "
+                          "WHERE id = ? AND status = 'pending'",
+                          (status.value, operator, reason, note, store.clock(), item_id))
             store.append_audit(item.trace_id, operator, f"review.{status.value}",
                                {"id": item_id, "reason": reason, "note": note})
-            return _item(conn.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone())
+            return _item(store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone())
         return store.transaction(write)
 
     # --- reads -----------------------------------------------------------------------------
@@ -196,7 +193,7 @@ class ReviewQueue:
         return await self._store.call(self._one_sync, "trace_id", trace_id)
 
     def _one_sync(self, column: str, value: Any) -> ReviewItem | None:
-        row = self._store.db.conn.execute(f"{_SELECT} WHERE {column} = ?", (value,)).fetchone()
+        row = self._store.execute(f"{_SELECT} WHERE {column} = ?", (value,)).fetchone()
         return _item(row) if row else None
 
     async def pending(self) -> list[ReviewItem]:
@@ -214,7 +211,7 @@ class ReviewQueue:
     def _items_sync(self, status: str | None, limit: int | None) -> list[ReviewItem]:
         where, args = ("WHERE status = ?", [status]) if status else ("", [])
         sql = f"{_SELECT} {where} {_ORDER} LIMIT ?"
-        rows = self._store.db.conn.execute(sql, [*args, -1 if limit is None else int(limit)]).fetchall()
+        rows = self._store.execute(sql, [*args, NO_LIMIT if limit is None else int(limit)]).fetchall()
         return [_item(row) for row in rows]
 
     async def counts(self) -> dict[str, int]:
@@ -222,5 +219,5 @@ class ReviewQueue:
         return await self._store.call(self._counts_sync)
 
     def _counts_sync(self) -> dict[str, int]:
-        rows = self._store.db.conn.execute("SELECT status, COUNT(*) FROM approvals GROUP BY status").fetchall()
+        rows = self._store.execute("SELECT status, COUNT(*) FROM approvals GROUP BY status").fetchall()
         return {s.value: 0 for s in ReviewStatus} | dict(rows)

@@ -1,6 +1,6 @@
 """The audit trail as an operator reads it: filter the events, check the hash chain, export them.
 
-`AuditLog` sits on the store's one SQLite file and never writes to the chain except to record an export
+`AuditLog` sits on the store (a SQLite file or a team's PostgreSQL) and never writes to the chain except to record an export
 ("audit.exported", appended in the same transaction that puts the exported file in place). The _sync
 methods run on the store's thread (or on a store no event loop uses, as the CLI does); the async ones
 hop onto that thread.
@@ -16,7 +16,6 @@ import errno
 import json
 import math
 import os
-import sqlite3
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import IO, Any, Iterable, Iterator, Literal, Mapping
 
 from ..errors import AuditChainBroken, InputError, StoreError
 from ..untrusted import csv_text
-from .db import Store, _wrap
+from .db import Store
 from .audit import verify_chain
 
 EXPORTED = "audit.exported"
@@ -138,7 +137,7 @@ class AuditLog:
     # --- reads -----------------------------------------------------------------------------
     def query_sync(self, filter: AuditFilter = AuditFilter()) -> tuple[AuditRow, ...]:
         """Matching events, newest (highest seq) first."""
-        where, params = _where(filter)
+        where, params = _where(filter, self.store.indexed_by("audit_at"))
         sql = f"{_SELECT}{where} ORDER BY seq DESC"
         if filter.limit is not None:
             sql, params = sql + " LIMIT ?", [*params, filter.limit]
@@ -159,23 +158,18 @@ class AuditLog:
                 seen["n"], seen["seq"] = seen["n"] + 1, row["seq"]
                 yield row
         try:
-            checked = verify_chain(counted(self.store.db.query(
+            checked = verify_chain(counted(self.store.query(
                 "SELECT seq, trace_id, actor, type, payload, at, prev_hash, hash FROM audit ORDER BY seq")))
         except AuditChainBroken as exc:
             return ChainStatus(False, seen["n"] - 1, exc.seq, exc.args[0].split(": ", 1)[-1])
         except (TypeError, ValueError) as exc:    # a tampered cell no longer hashes at all (text in `at`)
             return ChainStatus(False, seen["n"] - 1, seen["seq"], f"unreadable event ({exc})")
-        except sqlite3.Error as exc:
-            raise _wrap(self.store.path, exc) from exc
         if not checked:
             return ChainStatus(True, 0, None, "no events yet")
         return ChainStatus(True, checked, None, "every event matches its hash and the event before it")
 
     def _fetch(self, sql: str, params: list[Any]) -> list[tuple]:
-        try:
-            return self.store.db.conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise _wrap(self.store.path, exc) from exc
+        return self.store.execute(sql, params).fetchall()
 
     # --- export ----------------------------------------------------------------------------
     def export_sync(self, filter: AuditFilter, format: ExportFormat, path: Path | str, by: str) -> ExportResult:
@@ -222,22 +216,22 @@ class AuditLog:
         return ExportResult(path, rows, format, seq)
 
     def _export_rows(self, filter: AuditFilter) -> Iterator[AuditRow]:
-        where, params = _where(filter)
+        where, params = _where(filter, self.store.indexed_by("audit_at"))
         if filter.limit is None:
             sql = f"{_SELECT}{where} ORDER BY seq"
         else:                            # the newest `limit` matches, written oldest first
-            sql = f"SELECT * FROM ({_SELECT}{where} ORDER BY seq DESC LIMIT ?) ORDER BY seq"
+            sql = f"SELECT * FROM ({_SELECT}{where} ORDER BY seq DESC LIMIT ?) AS newest ORDER BY seq"
             params = [*params, filter.limit]
-        try:
-            for r in self.store.db.conn.execute(sql, params):   # streamed: an export may be the whole chain
+        result = self.store.execute(sql, params)
+        for rows in iter(lambda: result.fetchmany(1000), []):   # in pages: an export may be the whole chain
+            for r in rows:
                 yield _row(r)
-        except sqlite3.Error as exc:
-            raise _wrap(self.store.path, exc) from exc
 
 
 # --- SQL ---------------------------------------------------------------------------------------
-def _where(f: AuditFilter) -> tuple[str, list[Any]]:
-    """The WHERE clause and its parameters. Indexes: audit_trace, audit_actor, audit_type, audit_at."""
+def _where(f: AuditFilter, by_time: str = "") -> tuple[str, list[Any]]:
+    """The WHERE clause and its parameters. Indexes: audit_trace, audit_actor, audit_type, audit_at
+    (by_time: the store's hint to use audit_at, where it takes one)."""
     terms: list[str] = []
     params: list[Any] = []
     if f.trace_id is not None:
@@ -258,12 +252,10 @@ def _where(f: AuditFilter) -> tuple[str, list[Any]]:
     # at the first event older than `since` instead of scanning the whole table. Correct even if the
     # clock ever went backwards: every event with at >= since has seq >= the smallest such seq.
     if f.since is not None:
-        terms.append("at >= ? AND seq >= coalesce((SELECT min(seq) FROM audit INDEXED BY audit_at "
-                     "WHERE at >= ?), 9e18)")
+        terms.append(f"at >= ? AND seq >= coalesce((SELECT min(seq) FROM audit{by_time} WHERE at >= ?), {2 ** 62})")
         params += [f.since, f.since]
     if f.until is not None:
-        terms.append("at < ? AND seq <= coalesce((SELECT max(seq) FROM audit INDEXED BY audit_at "
-                     "WHERE at < ?), -1)")
+        terms.append(f"at < ? AND seq <= coalesce((SELECT max(seq) FROM audit{by_time} WHERE at < ?), -1)")
         params += [f.until, f.until]
     return (" WHERE " + " AND ".join(terms) if terms else ""), params
 

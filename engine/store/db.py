@@ -1,67 +1,144 @@
-"""The one SQLite file. The store keeps the questions, their agent calls and the audit chain; every other
-table belongs to the package that writes it (the approval queue, reputation, alerts and silences, agents'
-memory, the gateway's traces and tool calls), which declares its own schema steps (engine.store.migrations).
+"""The store: a desk's own SQLite file, or a team's PostgreSQL database (engine.store.target).
 
-One dedicated thread owns the sqlite-utils Database; the asyncio loop awaits it through that
-thread's executor. WAL with synchronous=FULL: a write that was reported is on disk. A decision
-and its audit events commit in one transaction.
+The store keeps the questions, their agent calls and the audit chain; every other table belongs to the
+package that writes it (the approval queue, reputation, alerts and silences, agents' memory, the gateway's
+traces and tool calls), which declares its own schema steps (engine.store.migrations).
+
+One SQL layer for both: every statement goes through SQLAlchemy Core (`text()` with bound parameters) on
+one connection, owned by one dedicated thread; the asyncio loop awaits it through that thread's executor.
+Statements are written once, in the SQL both servers speak; `?` marks a parameter. The connection runs in
+autocommit and the store opens each transaction itself (BEGIN IMMEDIATE on SQLite, so a writer takes the
+file's lock up front). SQLite runs WAL with synchronous=FULL: a write that was reported is on disk. A
+decision and its audit events commit in one transaction; on PostgreSQL every append to the audit chain
+holds a transaction-scoped advisory lock, so many desks writing at once still make one chain.
 """
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+import functools
+import json
+import re
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-import sqlite_utils
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection, CursorResult, Engine as SqlEngine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
+from sqlalchemy.sql.elements import TextClause
 
 from ..errors import StoreError
 from .audit import GENESIS, canonical, event_hash, verify_chain
-from .migrations import Migration
+from .migrations import Migration, postgres_ddl
+from .roles import TEAM_ROLES, team_grants
+from .target import Backend, StoreTarget, store_target
 
 T = TypeVar("T")
+Params = Sequence[Any] | Mapping[str, Any]
+
+# LIMIT for "no limit": both servers take a 64-bit count (SQLite's -1 and PostgreSQL's ALL are not shared).
+NO_LIMIT = 2 ** 62
+# The advisory lock every audit append takes on PostgreSQL (one chain, one lock; the number is arbitrary).
+AUDIT_LOCK = 0x5155_4f52        # "QUOR"
+SCHEMA_LOCK = 0x5155_4f53
+_QMARK = re.compile(r"'(?:[^']|'')*'|\?")
+_WRITES = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
+# The channel every desk on one PostgreSQL store listens on (engine.store.changes): which tables a commit changed.
+CHANGES_CHANNEL = "quorum_changes"
 
 
-def _wrap(path: Path, exc: Exception) -> StoreError:
-    text = str(exc)
-    if "disk is full" in text or "disk I/O" in text:
-        return StoreError(f"{path}: the disk is full or failing ({text}); nothing after the last reported write was saved")
-    if "readonly" in text:
-        return StoreError(f"{path}: the database is read-only ({text}); this write was not saved, what was saved "
+@functools.lru_cache(maxsize=1024)
+def _statement(sql: str) -> TextClause:
+    """The statement with each `?` (outside quoted text) bound by position as :p1, :p2, ...; a colon in quoted
+    text stays text (escaped from text()'s :name binds)."""
+    count = 0
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group(0) != "?":
+            return match.group(0).replace(":", "\\:")
+        count += 1
+        return f":p{count}"
+    return text(_QMARK.sub(number, sql))
+
+
+def _bind(params: Params) -> Mapping[str, Any]:
+    if isinstance(params, Mapping):
+        return params
+    return {f"p{i}": value for i, value in enumerate(params, 1)}
+
+
+def _reason(exc: Exception) -> str:
+    said = str(getattr(exc, "orig", None) or exc).strip()
+    return said.splitlines()[0] if said else type(exc).__name__
+
+
+def _wrap(where: Path | str, exc: Exception) -> StoreError:
+    text_ = _reason(exc)
+    if "disk is full" in text_ or "disk I/O" in text_ or "No space left" in text_:
+        return StoreError(f"{where}: the disk is full or failing ({text_}); nothing after the last reported write "
+                          "was saved")
+    if "readonly" in text_ or "read-only transaction" in text_:
+        return StoreError(f"{where}: the database is read-only ({text_}); this write was not saved, what was saved "
                           "before is intact")
-    if "unable to open" in text:
-        return StoreError(f"{path}: cannot open the database ({text}): its folder may be read-only, missing or "
+    if "permission denied" in text_:
+        return StoreError(f"{where}: this role may not do that ({text_}); nothing was written")
+    if "unable to open" in text_:
+        return StoreError(f"{where}: cannot open the database ({text_}): its folder may be read-only, missing or "
                           "not writable by this user")
-    return StoreError(f"{path}: {text}")
+    if "connection" in text_ and ("refused" in text_ or "failed" in text_ or "closed" in text_):
+        return StoreError(f"{where}: cannot reach the database server ({text_})")
+    return StoreError(f"{where}: {text_}")
 
 
 class Store:
-    def __init__(self, path: Path, migrations: Sequence[Migration], clock: Callable[[], float] = time.time) -> None:
-        """migrations: the schema's steps in version order, from every package that owns tables here
-        (engine.schema.MIGRATIONS); the store runs those the file has not had yet when it opens."""
-        self.path = Path(path)
+    def __init__(self, target: Path | str | StoreTarget, migrations: Sequence[Migration],
+                 clock: Callable[[], float] = time.time) -> None:
+        """target: a SQLite file or a postgresql:// URL (engine.store.target). migrations: the schema's steps
+        in version order, from every package that owns tables here (engine.schema.MIGRATIONS); the store runs
+        those the database has not had yet when it opens."""
+        self.target = store_target(target)
+        self.path: Path | str = self.target.path if self.target.path is not None else self.target.shown
         self.migrations = tuple(migrations)
         self.clock = clock
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quorum-store")
-        self._db: sqlite_utils.Database | None = None
+        self._engine: SqlEngine | None = None
+        self._conn: Connection | None = None
+        self._in_transaction = False
+        self.signed_in: str | None = None       # the PostgreSQL role this store signed in as (None on SQLite)
+        self._touched: set[str] = set()         # tables this transaction wrote: announced at its commit
+        self.desk = uuid.uuid4().hex            # this store's connection among the team's: its own changes are not news
+
+    @property
+    def backend(self) -> Backend:
+        return self.target.backend
+
+    @property
+    def sqlite(self) -> bool:
+        return self.target.backend is Backend.SQLITE
 
     # --- lifecycle -------------------------------------------------------------------------
     def open_sync(self) -> None:
-        conn = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA busy_timeout=5000")
-            self._db = sqlite_utils.Database(conn)
+            if self.sqlite:
+                assert self.target.path is not None
+                self.target.path.parent.mkdir(parents=True, exist_ok=True)
+                engine = create_engine(f"sqlite:///{self.target.path}", poolclass=NullPool,
+                                       connect_args={"check_same_thread": False})
+            else:
+                engine = create_engine(self.target.url, poolclass=NullPool,
+                                       connect_args={"connect_timeout": 5, "application_name": "quorum"})
+            self._engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+            self._conn = self._engine.connect()
+            if self.sqlite:
+                for pragma in ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=5000"):
+                    self._conn.exec_driver_sql(pragma)
             self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            if conn is not None:        # a store that failed to open holds no file open
-                conn.close()
-                self._db = None
+        except (SQLAlchemyError, OSError) as exc:
+            self.close_sync()           # a store that failed to open holds no file or connection open
             raise _wrap(self.path, exc) from exc
 
     async def open(self) -> None:
@@ -72,28 +149,115 @@ class Store:
         self._executor.shutdown(wait=True)
 
     def close_sync(self) -> None:
-        if self._db is not None:
-            self._db.conn.close()
-            self._db = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def _schema_version(self) -> int:
+        if self.sqlite:
+            return int(self.execute("PRAGMA user_version").scalar_one())
+        if self.execute("SELECT to_regclass('schema_version')").scalar() is None:   # a new, empty store
+            self.execute("CREATE TABLE schema_version (version BIGINT NOT NULL)")
+        found = self.execute("SELECT max(version) FROM schema_version").scalar_one()
+        return int(found or 0)
 
     def _migrate(self) -> None:
-        conn = self.db.conn
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        driver = self.conn.connection.driver_connection
         latest = len(self.migrations)
-        if version > latest:
-            raise StoreError(f"{self.path}: database schema {version} is newer than this Quorum ({latest})")
-        for step in self.migrations[version:]:
-            conn.executescript(f"BEGIN; {step.script} PRAGMA user_version={step.version}; COMMIT;")
+        if self.sqlite:
+            version = self._schema_version()
+            if version > latest:
+                raise StoreError(f"{self.path}: database schema {version} is newer than this Quorum ({latest})")
+            for step in self.migrations[version:]:
+                driver.executescript(f"BEGIN; {step.script} PRAGMA user_version={step.version}; COMMIT;")
+            return
+
+        def steps() -> None:
+            # Desks that open a new team store together: one runs the steps, the others wait and find them run.
+            self.execute("SELECT pg_advisory_xact_lock(?)", [SCHEMA_LOCK])
+            version = self._schema_version()
+            if version > latest:
+                raise StoreError(f"{self.path}: database schema {version} is newer than this Quorum ({latest})")
+            for step in self.migrations[version:]:
+                driver.execute(postgres_ddl(step.script))
+                self.execute("INSERT INTO schema_version (version) VALUES (?)", [step.version])
+            self._grant()
+        self._transaction(steps)
+        self.signed_in = str(self.execute("SELECT session_user").scalar_one())
+
+    def _grant(self) -> None:
+        """The team roles' grants (engine.store.roles), applied by the schema's owner where the roles exist."""
+        owner = self.execute("SELECT pg_get_userbyid(nspowner) = current_user FROM pg_namespace "
+                             "WHERE nspname = current_schema()").scalar()
+        roles = self.execute("SELECT count(*) FROM pg_roles WHERE rolname IN (?, ?, ?)", TEAM_ROLES).scalar_one()
+        if not owner or roles != len(TEAM_ROLES):
+            return
+        schema = str(self.execute("SELECT current_schema()").scalar_one())
+        tables = {r[0] for r in self.execute("SELECT tablename FROM pg_tables WHERE schemaname = ?", [schema])}
+        for statement in team_grants(schema, tables):
+            self.execute(statement)
 
     @property
-    def db(self) -> sqlite_utils.Database:
-        if self._db is None:
+    def conn(self) -> Connection:
+        if self._conn is None:
             raise StoreError(f"{self.path}: store is not open")
-        return self._db
+        return self._conn
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, fn, *args)
+
+    # --- SQL, on the store's thread --------------------------------------------------------
+    def execute(self, sql: str, params: Params = ()) -> CursorResult[Any]:
+        """One statement; `?` marks each parameter, in order (or :name with a mapping)."""
+        try:
+            result = self.conn.execute(_statement(sql), _bind(params))
+        except DBAPIError as exc:
+            raise _wrap(self.path, exc) from exc
+        self._wrote(sql)
+        return result
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        batch = [_bind(r) for r in rows]
+        if not batch:
+            return
+        try:
+            self.conn.execute(_statement(sql), batch)
+        except DBAPIError as exc:
+            raise _wrap(self.path, exc) from exc
+        self._wrote(sql)
+
+    def _wrote(self, sql: str) -> None:
+        """Notes the table a write changed; outside a transaction the write has committed: announce it now."""
+        written = _WRITES.match(sql)
+        if written is None:
+            return
+        self._touched.add(written.group(1).lower())
+        if not self._in_transaction:
+            self._announce()
+
+    def _announce(self) -> None:
+        """On PostgreSQL, tells the other desks which tables changed (NOTIFY: delivered when the transaction
+        commits, and never if it rolls back). SQLite's desks see a change by PRAGMA data_version instead."""
+        touched, self._touched = self._touched, set()
+        if touched and not self.sqlite:
+            message = json.dumps({"desk": self.desk, "tables": sorted(touched)}, separators=(",", ":"))
+            self.conn.execute(_statement("SELECT pg_notify(?, ?)"), _bind([CHANGES_CHANNEL, message]))
+
+    def insert(self, sql: str, params: Params = ()) -> int:
+        """One INSERT into a table numbered by its `id`; returns the new row's id."""
+        return int(self.execute(f"{sql} RETURNING id", params).scalar_one())
+
+    def query(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
+        """The rows as dicts by column name."""
+        return [dict(row._mapping) for row in self.execute(sql, params)]
+
+    def indexed_by(self, index: str) -> str:
+        """SQLite's hint to use one index ("" on PostgreSQL, whose planner takes no hints)."""
+        return f" INDEXED BY {index}" if self.sqlite else ""
 
     # --- for engine packages that own a table (engine.review) -------------------------------
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
@@ -101,41 +265,61 @@ class Store:
         return await self._run(fn, *args)
 
     def transaction(self, fn: Callable[[], T]) -> T:
-        """On the store's thread: fn runs inside BEGIN IMMEDIATE ... COMMIT, rolled back if it raises."""
+        """On the store's thread: fn runs inside one transaction, rolled back if it raises."""
         return self._transaction(fn)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_transaction
 
     def append_audit(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
         """On the store's thread and inside transaction(): appends one audit event to the chain, so a
         row change and its audit event commit together."""
-        if not self.db.conn.in_transaction:
+        if not self._in_transaction:
             raise StoreError(f"{self.path}: an audit event must be appended inside a transaction")
         return self._append_audit(trace_id, actor, type_, payload)
 
     # --- writes ----------------------------------------------------------------------------
     def _append_audit(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
-        conn = self.db.conn
-        last = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        if not self.sqlite:         # SQLite's BEGIN IMMEDIATE already holds the file's one write lock
+            self.execute("SELECT pg_advisory_xact_lock(?)", [AUDIT_LOCK])
+        last = self.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
         at = self.clock()
         payload_json = canonical(payload)
         digest = event_hash(prev, seq, trace_id, actor, type_, payload_json, at)
-        conn.execute("INSERT INTO audit VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     (seq, trace_id, actor, type_, payload_json, at, prev, digest))
+        self.execute("INSERT INTO audit (seq, trace_id, actor, type, payload, at, prev_hash, hash) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (seq, trace_id, actor, type_, payload_json, at, prev, digest))
         return seq
 
+    def _driver_in_transaction(self) -> bool:
+        driver = self.conn.connection.driver_connection
+        if self.sqlite:
+            return bool(driver.in_transaction)
+        return driver.info.transaction_status != 0      # psycopg.pq.TransactionStatus.IDLE
+
     def _transaction(self, fn: Callable[[], T]) -> T:
-        conn = self.db.conn
+        if self._in_transaction:
+            raise StoreError(f"{self.path}: a transaction is already open on the store's thread")
+        conn = self.conn
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if self.sqlite else "BEGIN")
+            self._in_transaction = True
+            self._touched.clear()
             try:
                 result = fn()
+                self._announce()
             except BaseException:
-                if conn.in_transaction:     # SQLite rolls back by itself on some errors (SQLITE_FULL): keep that error
-                    conn.execute("ROLLBACK")
+                self._touched.clear()
+                # SQLite rolls back by itself on some errors (SQLITE_FULL): keep that error
+                if self._driver_in_transaction():
+                    conn.exec_driver_sql("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            finally:
+                self._in_transaction = False
+            conn.exec_driver_sql("COMMIT")
             return result
-        except sqlite3.Error as exc:
+        except DBAPIError as exc:
             raise _wrap(self.path, exc) from exc
 
     def audit_sync(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
@@ -146,20 +330,20 @@ class Store:
 
     # --- reads -----------------------------------------------------------------------------
     def agent_stats_sync(self) -> dict[str, dict[str, float]]:
-        rows = self.db.conn.execute(
-            "SELECT agent_id, COUNT(*), SUM(status = 'ok') FROM agent_calls GROUP BY agent_id").fetchall()
+        rows = self.execute("SELECT agent_id, COUNT(*), COUNT(CASE WHEN status = 'ok' THEN 1 END) FROM agent_calls "
+                            "GROUP BY agent_id").fetchall()
         return {agent_id: {"calls": calls, "ok": ok or 0} for agent_id, calls, ok in rows}
 
     async def agent_stats(self) -> dict[str, dict[str, float]]:
         return await self._run(self.agent_stats_sync)
 
     def recent_questions_sync(self, limit: int = 50) -> list[dict[str, Any]]:
-        return list(self.db.query("SELECT trace_id, question, tier, verdict, answer, asked_at FROM questions "
-                                  "ORDER BY asked_at DESC LIMIT ?", [limit]))
+        return self.query("SELECT trace_id, question, tier, verdict, answer, asked_at FROM questions "
+                          "ORDER BY asked_at DESC LIMIT ?", [limit])
 
     async def recent_questions(self, limit: int = 50) -> list[dict[str, Any]]:
         return await self._run(self.recent_questions_sync, limit)
 
     def verify_audit_sync(self) -> int:
-        rows = self.db.query("SELECT * FROM audit ORDER BY seq")
+        rows = self.query("SELECT * FROM audit ORDER BY seq")
         return verify_chain(rows)

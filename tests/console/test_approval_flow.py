@@ -76,7 +76,7 @@ def test_escalated_answer_is_approved_by_keyboard_audited_and_credits_its_agents
     store = Store(db_path, MIGRATIONS)
     store.open_sync()
     try:
-        rows = list(store.db.query("SELECT actor, type, trace_id FROM audit WHERE type LIKE 'review.%' ORDER BY seq"))
+        rows = list(store.query("SELECT actor, type, trace_id FROM audit WHERE type LIKE 'review.%' ORDER BY seq"))
         verified = store.verify_audit_sync()
     finally:
         store.close_sync()

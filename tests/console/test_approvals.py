@@ -224,9 +224,9 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     store.open_sync()
     try:
         count = store.verify_audit_sync()
-        rows = list(store.db.query("SELECT actor, type, payload, trace_id FROM audit WHERE type LIKE 'review.%' "
+        rows = list(store.query("SELECT actor, type, payload, trace_id FROM audit WHERE type LIKE 'review.%' "
                                    "ORDER BY seq"))
-        status = store.db.conn.execute("SELECT status, decided_by, reason FROM approvals WHERE id = 2").fetchone()
+        status = store.execute("SELECT status, decided_by, reason FROM approvals WHERE id = 2").fetchone()
     finally:
         store.close_sync()
     assert count > len(rows)

@@ -2,7 +2,7 @@
 routing table, and panels built on it behave as on a real engine (no fleet, no store)."""
 from __future__ import annotations
 
-from engine import AgentState
+from engine import AgentState, StoreChanged
 
 from console.main_window import MainWindow
 
@@ -54,3 +54,26 @@ def test_a_refusal_from_the_engine_reaches_the_operator_as_text(qtbot, qasync_lo
     assert failures == [(99, "no review item #99")]
     assert session.engine.called("decide") == [(99, True, session.service.operator, "matches operator knowledge", "")]
     assert session.errors == []          # a refusal is the form's business, not a toast
+
+
+def test_on_a_team_store_the_operator_is_the_signed_in_role(qtbot, qasync_loop, tmp_path):
+    engine = FakeEngine(recorded.fleet_views(tmp_path))
+    engine.signed_in = "alice"
+    session = fake_service(qtbot, engine)
+    assert session.service.operator == "alice"
+
+
+def test_another_desks_change_reloads_the_panels_that_show_it(qtbot, qasync_loop, tmp_path):
+    """A review item another desk enqueued reaches this desk's Approvals panel, without anyone refreshing."""
+    views = recorded.fleet_views(tmp_path)
+    engine = FakeEngine(views, reviews=[recorded.review_item(1)])
+    session = fake_service(qtbot, engine)
+    window = MainWindow(session.service)
+    qtbot.addWidget(window)
+    window.approvals_panel.reload()
+    qtbot.waitUntil(lambda: window.approvals_panel.model.rowCount() == 1, timeout=2_000)
+    engine.review.by_id[2] = recorded.review_item(2)         # written by the other desk
+    with qtbot.waitSignal(session.service.reviews.sig_loaded, timeout=2_000):
+        engine.emit(StoreChanged(frozenset({"approvals", "audit"}), 1.0))
+    qtbot.waitUntil(lambda: window.approvals_panel.model.rowCount() == 2, timeout=2_000)
+    assert session.errors == []

@@ -33,7 +33,7 @@ def say(kind: str, **fields) -> None:
 async def head(engine: Engine) -> dict:
     """The audit chain's last event and the score history's last row, read back after the write returned."""
     def read() -> dict:
-        conn = engine.parts.store.db.conn
+        conn = engine.parts.store
         seq, digest = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         trust = conn.execute("SELECT id, agent_id, score, state FROM trust_history ORDER BY id DESC LIMIT 1").fetchone()
         return {"audit_seq": seq, "audit_hash": digest, "trust_row": list(trust) if trust else None}

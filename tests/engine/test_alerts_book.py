@@ -46,7 +46,7 @@ def raise_(book: AlertBook, kind: AlertKind, agent: str, trace: str = "q1") -> A
 
 
 def audit(book: AlertBook, type_: str) -> list[tuple[str, str, dict]]:
-    rows = book.store.db.conn.execute("SELECT trace_id, actor, payload FROM audit WHERE type = ? ORDER BY seq",
+    rows = book.store.execute("SELECT trace_id, actor, payload FROM audit WHERE type = ? ORDER BY seq",
                                       [type_]).fetchall()
     return [(t, a, json.loads(p)) for t, a, p in rows]
 
@@ -64,7 +64,7 @@ def test_raised_alerts_are_stored_with_their_severity_and_audited(book):
     assert first.open and first.loud and first.at == T0
     assert [a.id for a in book.alerts_sync()] == [second.id, first.id]             # newest first
     assert [a.id for a in book.alerts_sync(limit=1)] == [second.id]
-    stored = book.store.db.conn.execute("SELECT severity FROM alerts WHERE id = ?", [first.id]).fetchone()[0]
+    stored = book.store.execute("SELECT severity FROM alerts WHERE id = ?", [first.id]).fetchone()[0]
     assert stored == "critical"
     raised = audit(book, "alert.raised")
     assert [(t, p["kind"], p["agent"], p["alert"]) for t, _, p in raised] == [

@@ -76,8 +76,8 @@ def test_list_ack_silence_and_unsilence(seeded, capsys):
     store = Store(seeded, MIGRATIONS)
     store.open_sync()
     try:
-        types = [r[0] for r in store.db.conn.execute("SELECT type FROM audit ORDER BY seq")]
-        ack = json.loads(store.db.conn.execute("SELECT payload FROM audit WHERE type = 'alert.acknowledged'")
+        types = [r[0] for r in store.execute("SELECT type FROM audit ORDER BY seq")]
+        ack = json.loads(store.execute("SELECT payload FROM audit WHERE type = 'alert.acknowledged'")
                          .fetchone()[0])
         assert store.verify_audit_sync() == len(types)
     finally:

@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from engine.alerts import Severity, severity_of
+from engine.errors import StoreError
 from engine.alerts.book import AlertBook
 from engine.alerts.kinds import AlertKind
 from engine.schema import MIGRATIONS
@@ -40,7 +41,7 @@ def test_old_alerts_get_their_kinds_severity_and_keep_their_acknowledgement(db_p
     store = Store(db_path, MIGRATIONS, clock=lambda: 1000.0)
     store.open_sync()
     try:
-        assert store.db.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert store.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         book = AlertBook(store)
         alerts = {a.kind: a for a in book.alerts_sync()}
         assert set(alerts) == {"auto_quarantine", "score_drop", "agent_down", "behaviour_shift"}
@@ -48,7 +49,7 @@ def test_old_alerts_get_their_kinds_severity_and_keep_their_acknowledgement(db_p
             assert alert.severity is severity_of(kind)
         assert alerts["auto_quarantine"].severity is Severity.CRITICAL
         assert alerts["behaviour_shift"].severity is Severity.WARNING
-        stored = dict(store.db.conn.execute("SELECT kind, severity FROM alerts").fetchall())
+        stored = dict(store.execute("SELECT kind, severity FROM alerts").fetchall())
         assert stored["agent_down"] == "critical" and stored["score_drop"] == "warning"
         acked = alerts["score_drop"]
         assert (acked.acknowledged_by, acked.acknowledged_at, acked.ack_comment) == ("alice", 200.0, "")
@@ -64,8 +65,8 @@ def test_the_schema_refuses_a_silence_of_everything(db_path):
     store = Store(db_path, MIGRATIONS)
     store.open_sync()
     try:
-        with pytest.raises(sqlite3.IntegrityError):
-            store.db.conn.execute("INSERT INTO silences (kind, agent_id, created_by, comment, created_at, expires_at) "
+        with pytest.raises(StoreError, match="CHECK constraint"):
+            store.execute("INSERT INTO silences (kind, agent_id, created_by, comment, created_at, expires_at) "
                                   "VALUES (NULL, NULL, 'x', 'y', 1, 2)")
     finally:
         store.close_sync()

@@ -38,7 +38,7 @@ class Clock:
         return self.times.pop(0)
 
 
-def make_store(path: Path, events=EVENTS, after=(5000.0,) * 10) -> Store:
+def make_store(path, events=EVENTS, after=(5000.0,) * 10) -> Store:
     """A store whose events land at the given times; later writes (the export's event) at `after`."""
     store = Store(path, MIGRATIONS, clock=Clock([e[0] for e in events] + list(after)))
     store.open_sync()
@@ -59,6 +59,14 @@ def log(store):
     return AuditLog(store)
 
 
+@pytest.fixture
+def either_log(store_target):
+    """The same events on a SQLite file, then on PostgreSQL: the filters read alike on both."""
+    store = make_store(store_target)
+    yield AuditLog(store)
+    store.close_sync()
+
+
 def seqs(rows):
     return [r.seq for r in rows]
 
@@ -72,8 +80,8 @@ def count_events(path: Path) -> int:
 
 
 # --- query ---------------------------------------------------------------------------------------
-def test_no_filter_gives_every_event_newest_first_with_its_fields(log):
-    rows = log.query_sync(AuditFilter())
+def test_no_filter_gives_every_event_newest_first_with_its_fields(either_log):
+    rows = either_log.query_sync(AuditFilter())
     assert seqs(rows) == [7, 6, 5, 4, 3, 2, 1]
     first = rows[-1]
     assert (first.trace_id, first.actor, first.type, first.at) == ("t1", "engine", "engine.started", 1000.0)
@@ -101,14 +109,14 @@ def test_no_filter_gives_every_event_newest_first_with_its_fields(log):
     (AuditFilter(trace_id="t2", kind="review.", since=1031.0), []),
     (AuditFilter(actor="", kind="", trace_id=""), [7, 6, 5, 4, 3, 2, 1]),   # a dropdown's "any"
 ])
-def test_each_filter_narrows(log, filter_, expected):
-    assert seqs(log.query_sync(filter_)) == expected
+def test_each_filter_narrows(either_log, filter_, expected):
+    assert seqs(either_log.query_sync(filter_)) == expected
 
 
-def test_limit_keeps_the_newest_matches(log):
-    assert seqs(log.query_sync(AuditFilter(limit=2))) == [7, 6]
-    assert seqs(log.query_sync(AuditFilter(kind="agent.", limit=1))) == [3]
-    assert seqs(log.query_sync(AuditFilter(limit=None))) == [7, 6, 5, 4, 3, 2, 1]
+def test_limit_keeps_the_newest_matches(either_log):
+    assert seqs(either_log.query_sync(AuditFilter(limit=2))) == [7, 6]
+    assert seqs(either_log.query_sync(AuditFilter(kind="agent.", limit=1))) == [3]
+    assert seqs(either_log.query_sync(AuditFilter(limit=None))) == [7, 6, 5, 4, 3, 2, 1]
 
 
 def test_time_filters_hold_when_the_clock_went_backwards(db_path):
@@ -128,22 +136,22 @@ def test_time_filters_hold_when_the_clock_went_backwards(db_path):
 def test_filters_use_the_audit_indexes(store):
     """The actor / type / time filters and the dropdowns do not scan the whole chain."""
     def plan(filter_):
-        where, params = audit_log_module._where(filter_)
-        rows = store.db.conn.execute(f"EXPLAIN QUERY PLAN SELECT seq FROM audit{where} ORDER BY seq DESC LIMIT 5",
-                                     params).fetchall()
+        where, params = audit_log_module._where(filter_, store.indexed_by("audit_at"))
+        rows = store.execute(f"EXPLAIN QUERY PLAN SELECT seq FROM audit{where} ORDER BY seq DESC LIMIT 5",
+                             params).fetchall()
         return " | ".join(r[3] for r in rows)
     assert "audit_actor" in plan(AuditFilter(actor="alice"))
     assert "audit_type" in plan(AuditFilter(kind="review."))
     assert "audit_trace" in plan(AuditFilter(trace_id="t1"))
     since = plan(AuditFilter(since=1030.0))
     assert "audit_at" in since and "PRIMARY KEY (rowid>?)" in since
-    distinct = store.db.conn.execute("EXPLAIN QUERY PLAN SELECT DISTINCT actor FROM audit").fetchall()
+    distinct = store.execute("EXPLAIN QUERY PLAN SELECT DISTINCT actor FROM audit").fetchall()
     assert "COVERING INDEX audit_actor" in distinct[0][3]
 
 
-def test_actors_and_kinds_are_distinct_and_sorted(log):
-    assert log.actors_sync() == ("alice", "bob", "engine", "ret-a", "ret-b")
-    assert log.kinds_sync() == ("agent.retriever", "engine.started", "review", "review.approved",
+def test_actors_and_kinds_are_distinct_and_sorted(either_log):
+    assert either_log.actors_sync() == ("alice", "bob", "engine", "ret-a", "ret-b")
+    assert either_log.kinds_sync() == ("agent.retriever", "engine.started", "review", "review.approved",
                                 "review.rejected", "reviewer.note")
 
 
@@ -177,8 +185,8 @@ async def test_async_methods_run_on_the_store_thread(db_path):
 
 
 # --- verify --------------------------------------------------------------------------------------
-def test_verify_an_intact_chain(log):
-    status = log.verify_sync()
+def test_verify_an_intact_chain(either_log):
+    status = either_log.verify_sync()
     assert status == ChainStatus(True, 7, None, status.reason)
     assert status.message == "audit chain intact (7 events)"
 
@@ -302,16 +310,16 @@ def test_the_export_is_audited_after_the_file_and_the_chain_still_verifies(log, 
     assert log.kinds_sync()[0] == "agent.retriever" and "audit.exported" in log.kinds_sync()
 
 
-def test_export_limit_keeps_the_newest_written_oldest_first(log, tmp_path):
+def test_export_limit_keeps_the_newest_written_oldest_first(either_log, tmp_path):
     out = tmp_path / "last.jsonl"
-    log.export_sync(AuditFilter(limit=3), "jsonl", out, "carol")
+    either_log.export_sync(AuditFilter(limit=3), "jsonl", out, "carol")
     assert [json.loads(line)["seq"] for line in out.read_text().splitlines()] == [5, 6, 7]
 
 
-def test_export_replaces_an_existing_file_whole(log, tmp_path):
+def test_export_replaces_an_existing_file_whole(either_log, tmp_path):
     out = tmp_path / "audit.jsonl"
     out.write_text("old\n" * 100)
-    log.export_sync(AuditFilter(actor="bob"), "jsonl", out, "carol")
+    either_log.export_sync(AuditFilter(actor="bob"), "jsonl", out, "carol")
     assert [json.loads(line)["seq"] for line in out.read_text().splitlines()] == [5]
 
 

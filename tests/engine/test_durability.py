@@ -190,7 +190,7 @@ def assert_nothing_lost(path: Path, written: int) -> None:
     again = Store(path, MIGRATIONS)
     again.open_sync()
     try:
-        rows = again.db.conn.execute("SELECT payload FROM audit WHERE type = 'fill' ORDER BY seq").fetchall()
+        rows = again.execute("SELECT payload FROM audit WHERE type = 'fill' ORDER BY seq").fetchall()
         assert [json.loads(p)["n"] for (p,) in rows] == list(range(written))
         assert again.verify_audit_sync() >= written
     finally:
@@ -202,8 +202,8 @@ def test_a_database_at_its_size_limit_says_so_and_loses_nothing(tmp_path):
     path = tmp_path / "quorum.db"
     store = Store(path, MIGRATIONS)
     store.open_sync()
-    pages = store.db.conn.execute("PRAGMA page_count").fetchone()[0]
-    store.db.conn.execute(f"PRAGMA max_page_count = {pages + 8}")
+    pages = store.execute("PRAGMA page_count").fetchone()[0]
+    store.execute(f"PRAGMA max_page_count = {pages + 8}")
     written, error = fill_until_full(store)
     assert written > 0
     # The error names the file and says what happened, not "cannot rollback" (SQLite had rolled back already).
@@ -214,7 +214,7 @@ def test_a_database_at_its_size_limit_says_so_and_loses_nothing(tmp_path):
             store._append_audit("t-big", "test", "big", {"n": n, "pad": "y" * 3000})
     with pytest.raises(StoreError, match="disk is full"):
         store.transaction(answer_and_audit)
-    assert store.db.conn.execute("SELECT COUNT(*) FROM audit WHERE trace_id = 't-big'").fetchone() == (0,)
+    assert store.execute("SELECT COUNT(*) FROM audit WHERE trace_id = 't-big'").fetchone() == (0,)
     store.close_sync()
     assert_nothing_lost(path, written)
 
@@ -272,7 +272,7 @@ def test_a_read_only_connection_says_so_and_loses_nothing(tmp_path):
     written_store(path)
     store = Store(path, MIGRATIONS)
     store.open_sync()
-    store.db.conn.execute("PRAGMA query_only = ON")
+    store.execute("PRAGMA query_only = ON")
     with pytest.raises(StoreError) as refused:
         store.audit_sync("", "test", "fill", {"n": 3})
     assert str(path) in str(refused.value) and "read-only" in str(refused.value)

@@ -122,7 +122,7 @@ async def test_the_decision_audit_event_records_suspects_kept_out_passages_and_c
     import json
     async with Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
         answer = await engine.questions.ask("What are the moons of Mars?")
-        row = engine.parts.store.db.conn.execute(
+        row = engine.parts.store.execute(
             "SELECT payload FROM audit WHERE trace_id = ? AND type = 'question.decided'", [answer.trace_id]).fetchone()
     payload = json.loads(row[0])
     # No tier was chosen: the shipped rules found none that matched, so the default tier applied and says so.
@@ -141,7 +141,7 @@ async def test_a_comparison_question_runs_stage_by_stage_and_the_cascade_monitor
     async with Engine(load_fleet(small_fleet_file), load_settings(), db_path=db_path, cache_dir=cache_dir) as engine:
         engine.subscribe(events.append)
         answer = await engine.questions.ask("Was Titan or Phobos discovered first?", RiskTier.MEDIUM)
-        row = engine.parts.store.db.conn.execute(
+        row = engine.parts.store.execute(
             "SELECT payload FROM audit WHERE trace_id = ? AND type = 'question.decided'", [answer.trace_id]).fetchone()
     kinds = [s.kind for s in answer.stages]
     assert kinds[0] is StageKind.FORMULATE and kinds[-1] is StageKind.SYNTHESIZE

@@ -37,7 +37,7 @@ async def test_a_corpus_document_that_reads_like_an_instruction_is_blocked_and_i
         assert all(c.chunk.id != "deimos-notes#0" for c in answer.context)
         blamed = {o.agent_id for o in observations(answer) if EvidenceReason.CARRIED_INJECTION in o.reasons}
         assert not blamed & honest
-        audit = await engine.parts.store.call(lambda: engine.parts.store.db.conn.execute(
+        audit = await engine.parts.store.call(lambda: engine.parts.store.execute(
             "SELECT payload FROM audit WHERE type = 'alert.raised'").fetchall())
         messages = [json.loads(row[0])["message"] for row in audit]
         assert any("the corpus's own documents" in m and "no agent is blamed" in m for m in messages), messages

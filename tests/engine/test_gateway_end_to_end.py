@@ -93,7 +93,7 @@ async def test_injections_are_stopped_refused_and_traced(fleet, db_path, cache_d
         calls = [c for c in await engine.parts.tools.calls(limit=100) if c.agent_id == "gen-over"]
         assert {c.tool for c in calls} >= {"shell", "message", "memory.write", "send_email"}
         assert all(c.status.value == "refused" for c in calls)
-        audited = await engine.parts.store.call(lambda: engine.parts.store.db.conn.execute(
+        audited = await engine.parts.store.call(lambda: engine.parts.store.execute(
             "SELECT COUNT(*) FROM audit WHERE type = 'tool.refused' AND actor = 'gen-over'").fetchone()[0])
         assert audited == len(calls)
         assert await engine.parts.tools.outbox() == []

@@ -38,8 +38,8 @@ def gateway():
 
 
 @pytest.fixture
-async def store(db_path):
-    store = Store(db_path, MIGRATIONS, clock=Clock())
+async def store(store_target):
+    store = Store(store_target, MIGRATIONS, clock=Clock())
     await store.open()
     yield store
     await store.aclose()
@@ -51,12 +51,12 @@ def memory(store, gateway) -> MemoryStore:
 
 
 def audit(store: Store, type_: str | None = None) -> list[dict]:
-    rows = [dict(r, payload=json.loads(r["payload"])) for r in store.db.query("SELECT * FROM audit ORDER BY seq")]
+    rows = [dict(r, payload=json.loads(r["payload"])) for r in store.query("SELECT * FROM audit ORDER BY seq")]
     return [r for r in rows if type_ is None or r["type"] == type_]
 
 
 def count(store: Store, table: str) -> int:
-    return store.db.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    return store.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
 
 async def verified(store: Store) -> int:
@@ -71,7 +71,7 @@ async def test_write_then_read_own_namespace(memory, store):
 
     got = await memory.read("gen-a", "gen-a", "units", "t2")
     assert [(e.key, e.content, e.trace_id) for e in got] == [("units", "The user prefers metric units.", "t1")]
-    reads = list(store.db.query("SELECT entry_id, reader, trace_id FROM memory_reads"))
+    reads = list(store.query("SELECT entry_id, reader, trace_id FROM memory_reads"))
     assert reads == [{"entry_id": result.entry.id, "reader": "gen-a", "trace_id": "t2"}]
     written, = audit(store, "memory.written")
     assert (written["actor"], written["trace_id"], written["payload"]["entry_id"]) == ("gen-a", "t1", result.entry.id)

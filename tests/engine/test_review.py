@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Engine, InputError, RiskTier, Verdict, load_fleet, load_settings, to_jsonable
+from engine import Engine, InputError, RiskTier, StoreError, Verdict, load_fleet, load_settings, to_jsonable
 from engine.review import (APPROVE_REASONS, REJECT_REASONS, ReviewItem, ReviewQueue, ReviewStatus, check_decision,
                            needs_review)
 from engine.events import ReviewEnqueued
@@ -55,8 +55,8 @@ class Clock:
 
 
 @pytest.fixture
-async def store(db_path):
-    store = Store(db_path, MIGRATIONS, clock=Clock())
+async def store(store_target):
+    store = Store(store_target, MIGRATIONS, clock=Clock())
     await store.open()
     yield store
     await store.aclose()
@@ -68,7 +68,7 @@ def queue(store) -> ReviewQueue:
 
 
 def audit_rows(store: Store) -> list[dict]:
-    return [dict(row, payload=json.loads(row["payload"])) for row in store.db.query("SELECT * FROM audit ORDER BY seq")]
+    return [dict(row, payload=json.loads(row["payload"])) for row in store.query("SELECT * FROM audit ORDER BY seq")]
 
 
 # --- policy ---------------------------------------------------------------------------------------
@@ -249,12 +249,12 @@ def test_a_version_1_database_gains_the_queue_and_keeps_its_rows(db_path):
 
     store = Store(db_path, MIGRATIONS)
     store.open_sync()
-    assert store.db.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) >= 2
-    assert "approvals" in store.db.table_names()
+    assert store.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) >= 2
+    assert store.execute("SELECT name FROM sqlite_master WHERE name = 'approvals'").fetchone() is not None
     assert store.verify_audit_sync() == 1
-    with pytest.raises(sqlite3.IntegrityError):      # the schema itself refuses a status outside the three
-        store.db.conn.execute("INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, "
-                              "payload) VALUES ('x', 'q', 'high', 'answered', 'maybe', 'w', 1, '{}')")
+    with pytest.raises(StoreError, match="CHECK constraint"):      # the schema itself refuses a status outside the three
+        store.execute("INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, "
+                      "payload) VALUES ('x', 'q', 'high', 'answered', 'maybe', 'w', 1, '{}')")
     store.close_sync()
 
 

@@ -27,7 +27,7 @@ WHY = "high-risk question"
 
 
 def audit_rows(store: Store) -> list[dict]:
-    return [dict(row, payload=json.loads(row["payload"])) for row in store.db.query("SELECT * FROM audit ORDER BY seq")]
+    return [dict(row, payload=json.loads(row["payload"])) for row in store.query("SELECT * FROM audit ORDER BY seq")]
 
 
 def with_context(trace_id: str):

@@ -17,13 +17,13 @@ def answer(trace_id="t1") -> Answer:
                   context=(), candidates=(), timings_ms={}, asked_at=1.0)
 
 
-async def test_answer_and_its_audit_events_persist_across_reopen(db_path):
-    store = Store(db_path, MIGRATIONS)
+async def test_answer_and_its_audit_events_persist_across_reopen(store_target):
+    store = Store(store_target, MIGRATIONS)
     await store.open()
     await record_answer(store, answer())
     await store.aclose()
 
-    again = Store(db_path, MIGRATIONS)
+    again = Store(store_target, MIGRATIONS)
     await again.open()
     assert (await again.recent_questions())[0]["trace_id"] == "t1"
     assert await again.agent_stats() == {"r1": {"calls": 1, "ok": 1}, "r2": {"calls": 1, "ok": 0}}
@@ -31,31 +31,31 @@ async def test_answer_and_its_audit_events_persist_across_reopen(db_path):
     await again.aclose()
 
 
-def test_editing_a_row_breaks_the_chain(db_path):
-    store = Store(db_path, MIGRATIONS)
+def test_editing_a_row_breaks_the_chain(store_target):
+    store = Store(store_target, MIGRATIONS)
     store.open_sync()
     for i in range(3):
         store.audit_sync(f"t{i}", "operator", "note", {"i": i})
     assert store.verify_audit_sync() == 3
-    store.db.conn.execute("UPDATE audit SET payload = '{\"i\":9}' WHERE seq = 2")
+    store.execute("UPDATE audit SET payload = '{\"i\":9}' WHERE seq = 2")
     with pytest.raises(AuditChainBroken, match="event 2"):
         store.verify_audit_sync()
     store.close_sync()
 
 
-def test_deleting_a_row_breaks_the_chain(db_path):
-    store = Store(db_path, MIGRATIONS)
+def test_deleting_a_row_breaks_the_chain(store_target):
+    store = Store(store_target, MIGRATIONS)
     store.open_sync()
     for i in range(3):
         store.audit_sync("t", "engine", "note", {"i": i})
-    store.db.conn.execute("DELETE FROM audit WHERE seq = 2")
+    store.execute("DELETE FROM audit WHERE seq = 2")
     with pytest.raises(AuditChainBroken, match="missing or reordered"):
         store.verify_audit_sync()
     store.close_sync()
 
 
-def test_failed_write_rolls_back_everything(db_path):
-    store = Store(db_path, MIGRATIONS)
+def test_failed_write_rolls_back_everything(store_target):
+    store = Store(store_target, MIGRATIONS)
     store.open_sync()
     record_answer_sync(store, answer("dup"))
     with pytest.raises(Exception):

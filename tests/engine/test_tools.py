@@ -106,8 +106,8 @@ def sql_db(tmp_path):
 
 
 @pytest.fixture
-async def store(db_path):
-    s = Store(db_path, MIGRATIONS)
+async def store(store_target):
+    s = Store(store_target, MIGRATIONS)
     await s.open()
     yield s
     await s.aclose()
@@ -126,7 +126,7 @@ def broker(permissions_file, store, memory, sql_db):
 
 
 async def rows(store, sql, args=()):
-    return await store.call(lambda: [tuple(r) for r in store.db.conn.execute(sql, args).fetchall()])
+    return await store.call(lambda: [tuple(r) for r in store.execute(sql, args).fetchall()])
 
 
 async def audit(store, type_=None):
@@ -575,7 +575,7 @@ def test_cli_lists_approves_and_rejects(tmp_path, db_path, permissions_file, sql
     assert {a["agent_id"]: a["sends_to"] for a in data["agents"]}["ret-a"] == ["gen-b", "gen-c", "gen-a"]
     store = Store(db_path, MIGRATIONS)
     store.open_sync()
-    assert store.db.conn.execute("SELECT recipient FROM outbox").fetchall() == [("bob@example.org",)]
+    assert store.execute("SELECT recipient FROM outbox").fetchall() == [("bob@example.org",)]
     store.close_sync()
 
 

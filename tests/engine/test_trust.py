@@ -143,7 +143,7 @@ async def test_scores_history_and_alerts_survive_a_restart(tmp_path):
     assert liar_points[0].why == "registered" and liar_points[-1].state == "quarantined"
     assert [p.score for p in liar_points] == sorted((p.score for p in liar_points), reverse=True)
     # Every change is in the audit chain with its evidence.
-    rows = restarted.tables.store.db.conn.execute(
+    rows = restarted.tables.store.execute(
         "SELECT type, payload FROM audit WHERE type LIKE 'reputation.%'").fetchall()
     assert {"reputation.changed", "reputation.quarantined", "reputation.alert"} <= {t for t, _ in rows}
     assert restarted.tables.store.verify_audit_sync() > 0

@@ -1,0 +1,115 @@
+"""What other desks changed in the store, as it happens.
+
+On PostgreSQL every commit that wrote something announces its tables on one channel (engine.store.db,
+pg_notify inside the transaction: delivered at commit, never for a rollback). `ChangeWatch` listens on a
+connection of its own, in a thread of its own, and hands each other desk's announcement to `on_change` on the
+asyncio loop. The connection comes back by itself after the server went away (every `retry_s`), and the first
+thing it reports then is "everything may have changed".
+
+On SQLite, where desks share one file, a commit by another connection moves the file's PRAGMA data_version:
+the watch reads it every `poll_s` on the store's own thread and reports "everything may have changed".
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from typing import Callable
+
+from .db import CHANGES_CHANNEL, Store
+
+log = logging.getLogger(__name__)
+
+EVERYTHING: frozenset[str] = frozenset({"*"})   # which tables: unknown, read every view again
+
+
+class ChangeWatch:
+    def __init__(self, store: Store, on_change: Callable[[frozenset[str]], None], *, poll_s: float = 0.5,
+                 retry_s: float = 2.0) -> None:
+        self.store = store
+        self.on_change = on_change
+        self.poll_s = poll_s
+        self.retry_s = retry_s
+        self._stop = threading.Event()
+        self._listening = threading.Event()     # the feed's connection is LISTENing (PostgreSQL)
+        self._thread: threading.Thread | None = None
+        self._poll: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def start(self, ready_s: float = 5.0) -> None:
+        """Returns once the watch knows where the store stands (SQLite: its first data_version) or listens
+        (PostgreSQL; if the server does not answer within ready_s, the thread goes on trying by itself)."""
+        self._loop = asyncio.get_running_loop()
+        if self.store.sqlite:
+            first = await self._data_version()
+            self._poll = self._loop.create_task(self._poll_sqlite(first))
+        else:
+            self._thread = threading.Thread(target=self._listen, name="quorum-store-changes", daemon=True)
+            self._thread.start()
+            await self._loop.run_in_executor(None, self._listening.wait, ready_s)
+
+    async def aclose(self) -> None:
+        self._stop.set()
+        if self._poll is not None:
+            self._poll.cancel()
+            await asyncio.gather(self._poll, return_exceptions=True)
+        if self._thread is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 5.0)
+
+    # --- SQLite -------------------------------------------------------------------------------
+    async def _data_version(self) -> int | None:
+        try:
+            return await self.store.call(lambda: self.store.execute("PRAGMA data_version").scalar_one())
+        except Exception as exc:            # noqa: BLE001 - a store that went away is reported by its writers
+            log.debug("data_version not read: %s", exc)
+            return None
+
+    async def _poll_sqlite(self, seen: int | None) -> None:
+        while not self._stop.is_set():
+            await asyncio.sleep(self.poll_s)
+            version = await self._data_version()
+            if version is not None:
+                if seen is not None and version != seen:
+                    self.on_change(EVERYTHING)
+                seen = version
+
+    # --- PostgreSQL ---------------------------------------------------------------------------
+    def _deliver(self, tables: frozenset[str]) -> None:
+        if self._loop is not None and not self._stop.is_set():
+            self._loop.call_soon_threadsafe(self.on_change, tables)
+
+    def _listen(self) -> None:
+        import psycopg
+        url = self.store.target.url.replace("postgresql+psycopg://", "postgresql://", 1)
+        lost = False
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(url, autocommit=True, connect_timeout=5,
+                                     application_name="quorum-changes") as conn:
+                    conn.execute(f"LISTEN {CHANGES_CHANNEL}")
+                    self._listening.set()
+                    if lost:        # whatever happened while we were away is unknown: read everything again
+                        self._deliver(EVERYTHING)
+                        lost = False
+                    while not self._stop.is_set():
+                        for note in conn.notifies(timeout=0.5):
+                            self._note(note.payload)
+            except psycopg.Error as exc:
+                self._listening.clear()
+                if self._stop.is_set():
+                    return
+                lost = True
+                log.warning("the store's change feed is down, trying again in %.0f s: %s", self.retry_s,
+                            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+                self._stop.wait(self.retry_s)
+
+    def _note(self, payload: str) -> None:
+        try:
+            message = json.loads(payload)
+            desk, tables = str(message["desk"]), frozenset(str(t) for t in message["tables"])
+        except (ValueError, KeyError, TypeError):
+            self._deliver(EVERYTHING)       # not ours to read: say that something changed
+            return
+        if desk != self.store.desk:
+            self._deliver(tables)
