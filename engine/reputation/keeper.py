@@ -1,15 +1,16 @@
 """The engine's reputation keeper: the reputation book fed by every decided question and operator decision,
-kept in the SQLite file (standing, score history, alerts, audit events in one transaction).
+kept in the store (standing, score history, alerts, audit events in one transaction).
 
 The book itself (engine.reputation.book) is pure logic; this is where its events meet the store.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import AsyncIterator, Callable, Iterable, Sequence
 
 from ..alerts.row import AlertRow, NewAlert
-from ..store.db import Store
+from ..store.db import REPUTATION_LOCK, Store
 from ..types import CallStatus, RiskTier, Role, to_jsonable
 from ..answer import Answer
 from .answer_evidence import DecidedAnswer, agreement, observations, operator_observations
@@ -53,6 +54,17 @@ class ReputationKeeper:
         if new:
             await self._save([], touched=new, why="registered")
 
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """From reading the standing to saving the change, this book holds the team store's reputation turn: two
+        desks' updates to one agent never write over each other (engine.store.db.Store.take_turn)."""
+        store = self.tables.store
+        await store.call(store.take_turn, REPUTATION_LOCK)
+        try:
+            yield
+        finally:
+            await store.call(store.end_turn, REPUTATION_LOCK)
+
     async def sync(self) -> list[str]:
         """Takes in changes another process made to the same file (the CLI's quarantine, release or
         decision) before this book acts, so it never writes over them."""
@@ -60,6 +72,10 @@ class ReputationKeeper:
 
     # --- evidence --------------------------------------------------------------------------
     async def after_answer(self, answer: Answer) -> ReputationUpdate:
+        async with self._turn():
+            return await self._after_answer(answer)
+
+    async def _after_answer(self, answer: Answer) -> ReputationUpdate:
         await self.sync()
         events: list[ReputationEvent] = list(self.book.decay())
         for obs in observations(answer):
@@ -75,23 +91,24 @@ class ReputationKeeper:
 
     async def after_decision(self, decided: DecidedAnswer, approved: bool) -> ReputationUpdate:
         """An operator approved or rejected this answer: the agents behind it gain or lose."""
-        await self.sync()
-        events: list[ReputationEvent] = []
-        for obs in operator_observations(decided, approved):
-            if obs.agent_id in self.book:
-                events += self.book.observe(obs)
-        return await self._save(events)
+        async with self._turn():
+            await self.sync()
+            events: list[ReputationEvent] = []
+            for obs in operator_observations(decided, approved):
+                if obs.agent_id in self.book:
+                    events += self.book.observe(obs)
+            return await self._save(events)
 
     # --- the operator's hand ---------------------------------------------------------------
     async def quarantine(self, agent_id: str, reason: str, actor: str) -> ReputationUpdate:
-        await self.sync()
-        events = self.book.quarantine(agent_id, reason, actor)
-        return await self._save(events)
+        async with self._turn():
+            await self.sync()
+            return await self._save(self.book.quarantine(agent_id, reason, actor))
 
     async def release(self, agent_id: str, reason: str, actor: str) -> ReputationUpdate:
-        await self.sync()
-        events = self.book.release(agent_id, reason, actor)
-        return await self._save(events)
+        async with self._turn():
+            await self.sync()
+            return await self._save(self.book.release(agent_id, reason, actor))
 
     # --- reads -----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, float]:

@@ -44,6 +44,7 @@ NO_LIMIT = 2 ** 62
 # The advisory lock every audit append takes on PostgreSQL (one chain, one lock; the number is arbitrary).
 AUDIT_LOCK = 0x5155_4f52        # "QUOR"
 SCHEMA_LOCK = 0x5155_4f53
+REPUTATION_LOCK = 0x5155_4f54   # many desks' reputation books take turns (engine.reputation.keeper)
 _QMARK = re.compile(r"'(?:[^']|'')*'|\?")
 _WRITES = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
 # The channel every desk on one PostgreSQL store listens on (engine.store.changes): which tables a commit changed.
@@ -99,11 +100,14 @@ class Store:
                  clock: Callable[[], float] = time.time) -> None:
         """target: a SQLite file or a postgresql:// URL (engine.store.target). migrations: the schema's steps
         in version order, from every package that owns tables here (engine.schema.MIGRATIONS); the store runs
-        those the database has not had yet when it opens."""
+        those the database has not had yet when it opens. clock: the times the store writes (the audit's
+        among them); the default, time.time, is set to the server's clock on a team store, so that desks whose
+        clocks drift still write one timeline."""
         self.target = store_target(target)
         self.path: Path | str = self.target.path if self.target.path is not None else self.target.shown
         self.migrations = tuple(migrations)
         self.clock = clock
+        self._server_time = clock is time.time and not self.sqlite
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quorum-store")
         self._engine: SqlEngine | None = None
         self._conn: Connection | None = None
@@ -137,6 +141,8 @@ class Store:
                 for pragma in ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=5000"):
                     self._conn.exec_driver_sql(pragma)
             self._migrate()
+            if self._server_time:
+                self.clock = self._server_clock()
         except (SQLAlchemyError, OSError) as exc:
             self.close_sync()           # a store that failed to open holds no file or connection open
             raise _wrap(self.path, exc) from exc
@@ -155,6 +161,14 @@ class Store:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+
+    def _server_clock(self) -> Callable[[], float]:
+        """This machine's clock, set to the database server's: the offset is read once, at open, halfway through
+        the round trip that reads it."""
+        before = time.time()
+        server = float(self.execute("SELECT extract(epoch FROM clock_timestamp())").scalar_one())
+        offset = server - (before + time.time()) / 2
+        return lambda: time.time() + offset
 
     def _schema_version(self) -> int:
         if self.sqlite:
@@ -254,6 +268,16 @@ class Store:
     def query(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         """The rows as dicts by column name."""
         return [dict(row._mapping) for row in self.execute(sql, params)]
+
+    def take_turn(self, lock: int) -> None:
+        """PostgreSQL: waits for, then holds, a session-wide advisory lock that other desks' stores take too (held
+        again by this store, it counts up). SQLite: nothing, a file's desks share the one write lock instead."""
+        if not self.sqlite:
+            self.execute("SELECT pg_advisory_lock(?)", [lock])
+
+    def end_turn(self, lock: int) -> None:
+        if not self.sqlite:
+            self.execute("SELECT pg_advisory_unlock(?)", [lock])
 
     def indexed_by(self, index: str) -> str:
         """SQLite's hint to use one index ("" on PostgreSQL, whose planner takes no hints)."""

@@ -3,6 +3,7 @@ writers, and schema steps that run once however many desks open a new team store
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -165,3 +166,16 @@ def test_db_comes_before_the_environment_and_the_environment_before_the_settings
     monkeypatch.setenv("QUORUM_DB", str(tmp_path / "env.db"))
     assert store_of(args).path == tmp_path / "env.db"
     assert store_of(argparse.Namespace(db=str(tmp_path / "flag.db"), settings=settings)).path == tmp_path / "flag.db"
+
+
+def test_a_team_store_writes_the_servers_time(postgres_schema, monkeypatch):
+    """A desk whose clock is an hour slow still writes the team's timeline: on PostgreSQL the store's default clock
+    is set to the server's."""
+    store = Store(postgres_schema, MIGRATIONS)
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() - 3600.0)
+    store.open_sync()
+    store.audit_sync("", "alice", "note", {})
+    written, server = store.execute("SELECT at, extract(epoch FROM clock_timestamp()) FROM audit").one()
+    assert abs(float(server) - written) < 60.0
+    store.close_sync()
