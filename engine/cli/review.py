@@ -1,5 +1,6 @@
-"""`main.py review list [--status S] [--json] | review approve ID --reason R | review reject ID --reason R`: the
-approval queue, on the database alone (no fleet is started). A decision moves the reputation of the agents behind
+"""`main.py review list [--status S] [--json] | review claim ID | review unclaim ID | review approve ID --reason R |
+review reject ID --reason R`: the approval queue, on the database alone (no fleet is started). A claim holds a
+pending item for its operator for 15 minutes, so a team does not review one answer twice. A decision moves the reputation of the agents behind
 the answer, as it does in the console.
 """
 from __future__ import annotations
@@ -19,11 +20,19 @@ if TYPE_CHECKING:
 def add_parser(sub) -> None:
     """review list | approve ID | reject ID: the approval queue, on the database alone (no fleet)."""
     review = sub.add_parser("review", help="the approval queue: list, approve or reject answers waiting for an operator")
-    actions = review.add_subparsers(dest="review_action", required=True, metavar="{list,approve,reject}")
+    actions = review.add_subparsers(dest="review_action", required=True,
+                                    metavar="{list,claim,unclaim,approve,reject}")
     listing = actions.add_parser("list", help="list review items (pending first)")
     listing.add_argument("--status", choices=["pending", "approved", "rejected", "all"], default="pending")
     listing.add_argument("--json", action="store_true", help="print a JSON list")
     add_db_option(listing)
+    for name, what in (("claim", "hold a pending item for 15 minutes, so nobody else decides it meanwhile"),
+                       ("unclaim", "let go of your claim on an item")):
+        action = actions.add_parser(name, help=what)
+        action.add_argument("id", help="review item id (see `review list`)")
+        action.add_argument("--operator", default=default_operator(),
+                            help="who claims (default: $USER, or \"operator\"; on a team store: the role signed in)")
+        add_db_option(action)
     from engine.review import APPROVE_REASONS, REJECT_REASONS
     for name, reasons in (("approve", APPROVE_REASONS), ("reject", REJECT_REASONS)):
         action = actions.add_parser(name, help=f"{name} a pending item; reasons: {' | '.join(reasons)}")
@@ -58,7 +67,7 @@ async def _review_run(args, path: StoreTarget) -> int:
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
     from engine.reputation.keeper import ReputationKeeper
-    if args.review_action != "list":
+    if args.review_action in ("approve", "reject"):
         check_decision(args.review_action == "approve", args.reason, args.note)   # before touching any file
     if not path.exists():
         if args.review_action == "list":       # nothing asked yet: an empty queue, and no file created
@@ -73,6 +82,11 @@ async def _review_run(args, path: StoreTarget) -> int:
             items = await queue.items(args.status, limit=None)
             print_review_items(items, args.status, args.json)
             return ExitCode.OK
+        if args.review_action in ("claim", "unclaim"):
+            item = await getattr(queue, args.review_action)(args.id, args.operator)
+            print(f"Review item #{item.id} " + (f"claimed by {item.claimed_by} until {_clock(item.claimed_until)}"
+                                                if item.claimed_by else "is free to claim"))
+            return ExitCode.OK
         item = await queue.decide(args.id, args.review_action == "approve", args.operator, args.reason, args.note)
         # The agents behind the answer gain or lose by the decision, as they do when it is made in the console.
         keeper = ReputationKeeper(store, load_settings(getattr(args, "settings", None)).reputation)
@@ -82,6 +96,11 @@ async def _review_run(args, path: StoreTarget) -> int:
         await store.aclose()
     print(f"Review item #{item.id} {decision_line(item)}")
     return ExitCode.OK
+
+
+def _clock(at: float | None) -> str:
+    import datetime
+    return "?" if at is None else datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
 
 
 def decision_line(item) -> str:
@@ -96,7 +115,8 @@ def review_item_json(item) -> dict:
     return {"id": item.id, "trace_id": item.trace_id, "question": item.question, "tier": item.tier.value,
             "verdict": item.verdict.value, "answer": item.answer_text, "status": item.status.value, "why": item.why,
             "created_at": item.created_at, "decided_by": item.decided_by or None, "reason": item.reason or None,
-            "note": item.note or None, "decided_at": item.decided_at,
+            "note": item.note or None, "decided_at": item.decided_at, "claimed_by": item.claimed_by or None,
+            "claimed_until": item.claimed_until,
             "candidates": [{"agent_id": c.agent_id, "answer": c.answer, "support_rate": c.support_rate}
                            for c in item.candidates_summary]}
 
@@ -119,3 +139,5 @@ def print_review_items(items, status: str, as_json: bool) -> None:
         print(f"      why   : {quoted(item.why)}")
         if not item.pending:
             print(f"      {decision_line(item)}")
+        elif item.claimed_by:
+            print(f"      claim : {quoted(item.claimed_by)} until {_clock(item.claimed_until)} (free after that)")

@@ -1,4 +1,4 @@
-"""The approval queue as an operator works it (engine.review): read, decide one item or several."""
+"""The approval queue as an operator works it (engine.review): read, claim, decide one item or several."""
 from __future__ import annotations
 
 from typing import Awaitable, Callable, Iterable
@@ -27,6 +27,13 @@ class ReviewsFacade:
     async def item_for(self, trace_id: str) -> ReviewItem | None:
         """The approval-queue item of the answer with this trace id, or None if it did not need review."""
         return await self._queue.item_for(trace_id)
+
+    async def claim(self, item_id: int | str, operator: str) -> ReviewItem:
+        """Holds a pending item for this operator for the claim's lease (engine.review.queue.CLAIM_LEASE_S)."""
+        return await self._queue.claim(item_id, operator)
+
+    async def unclaim(self, item_id: int | str, operator: str) -> ReviewItem:
+        return await self._queue.unclaim(item_id, operator)
 
     async def decide(self, item_id: int, approve: bool, operator: str, reason: str, note: str = "") -> ReviewItem:
         """An operator's decision on a waiting answer; the agents behind the answer gain or lose by it."""

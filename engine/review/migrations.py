@@ -16,4 +16,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         CHECK((status = 'pending') = (decided_at IS NULL)));
     CREATE INDEX approvals_status ON approvals(status, created_at);
     """),
+    # claims (engine.review.queue): an operator holds a pending item for a lease, so a team does not review
+    # the same answer twice; a claim whose lease ran out is free to take (a desk that died loses it).
+    Migration(9, """
+    ALTER TABLE approvals ADD COLUMN claimed_by TEXT;
+    ALTER TABLE approvals ADD COLUMN claimed_until REAL;
+    """),
 )

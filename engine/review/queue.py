@@ -1,12 +1,16 @@
 """The approval queue: answers that wait for an operator, kept as rows of the store's `approvals` table.
 
 Every change is one transaction on the store's thread together with its audit event (`review.enqueued`
-by the engine, `review.approved` / `review.rejected` by the operator), so the queue and the audit
-chain never disagree. The row keeps the whole Answer as JSON, so a decision can be made, and later
+by the engine, `review.claimed` / `review.unclaimed` / `review.approved` / `review.rejected` by the operator),
+so the queue and the audit chain never disagree. On a team store several desks decide on one queue: an
+operator claims an item for a lease (CLAIM_LEASE_S, on the store's clock, which is the server's), nobody else
+decides it meanwhile, and a claim whose lease ran out is anyone's to take. Two desks deciding one item at
+once: the second finds it decided and is refused. The row keeps the whole Answer as JSON, so a decision can be made, and later
 checked, on exactly what the fleet said, after any number of restarts.
 """
 from __future__ import annotations
 
+import datetime
 import enum
 import json
 from dataclasses import dataclass, field
@@ -47,10 +51,18 @@ class ReviewItem:
     note: str = ""
     decided_at: float | None = None
     payload: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)   # the whole Answer as JSON
+    claimed_by: str = ""                       # who holds the item (a pending one), until claimed_until
+    claimed_until: float | None = None
 
     @property
     def pending(self) -> bool:
         return self.status is ReviewStatus.PENDING
+
+    def holder(self, now: float) -> str:
+        """Who holds this pending item at `now` ("" when nobody does, or the lease ran out)."""
+        if not self.pending or not self.claimed_by or self.claimed_until is None or self.claimed_until <= now:
+            return ""
+        return self.claimed_by
 
     @property
     def answer_reason(self) -> str:
@@ -94,7 +106,8 @@ class DecisionOutcome:
 
 
 _COLUMNS = ("id", "trace_id", "question", "tier", "verdict", "status", "why", "created_at", "payload",
-            "decided_by", "reason", "note", "decided_at")
+            "decided_by", "reason", "note", "decided_at", "claimed_by", "claimed_until")
+CLAIM_LEASE_S = 900.0       # how long a claim holds an item unless its operator decides, lets go or claims again
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM approvals"
 # Pending first, oldest first (a queue); then decisions, newest first.
 _ORDER = ("ORDER BY status != 'pending', CASE WHEN status = 'pending' THEN created_at END, "
@@ -110,7 +123,17 @@ def _item(row: Sequence[Any]) -> ReviewItem:
                       status=ReviewStatus(values["status"]), why=values["why"], created_at=values["created_at"],
                       answer_text=str(payload.get("answer", "")), candidates_summary=candidates_from_payload(payload),
                       decided_by=values["decided_by"] or "", reason=values["reason"] or "", note=values["note"] or "",
-                      decided_at=values["decided_at"], payload=payload)
+                      decided_at=values["decided_at"], payload=payload, claimed_by=values["claimed_by"] or "",
+                      claimed_until=values["claimed_until"])
+
+
+def _decided(item: ReviewItem) -> InputError:
+    return InputError(f"review item #{item.id} was already {item.status.value} by {item.decided_by} "
+                      f"({item.reason}); a decision is final")
+
+
+def _clock_time(at: float | None) -> str:
+    return "?" if at is None else datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
 
 
 def _item_id(item_id: Any) -> int:
@@ -174,15 +197,79 @@ class ReviewQueue:
                 raise InputError(f"review item #{item_id} does not exist")
             item = _item(row)
             if not item.pending:
-                raise InputError(f"review item #{item_id} was already {item.status.value} by {item.decided_by} "
-                                 f"({item.reason}); a decision is final")
-            store.execute("UPDATE approvals SET status = ?, decided_by = ?, reason = ?, note = ?, decided_at = ? "
-                          "WHERE id = ? AND status = 'pending'",
-                          (status.value, operator, reason, note, store.clock(), item_id))
+                raise _decided(item)
+            now = store.clock()
+            holder = item.holder(now)
+            if holder and holder != operator:
+                raise InputError(f"review item #{item_id} is claimed by {holder} until {_clock_time(item.claimed_until)}; "
+                                 "it is theirs to decide until then")
+            changed = store.execute("UPDATE approvals SET status = ?, decided_by = ?, reason = ?, note = ?, "
+                                    "decided_at = ?, claimed_by = NULL, claimed_until = NULL "
+                                    "WHERE id = ? AND status = 'pending'",
+                                    (status.value, operator, reason, note, now, item_id)).rowcount
+            if changed != 1:        # another desk decided it between our read and our write
+                raise _decided(_item(store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()))
             store.append_audit(item.trace_id, operator, f"review.{status.value}",
                                {"id": item_id, "reason": reason, "note": note})
             return _item(store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone())
         return store.transaction(write)
+
+    async def claim(self, item_id: int, operator: str, lease_s: float = CLAIM_LEASE_S) -> ReviewItem:
+        """Holds a pending item for `operator` for lease_s (claiming one's own claim again renews it). Refused
+        while another operator's lease runs; a lapsed claim is taken over, and the audit says from whom."""
+        operator = check_operator(operator)
+        if not lease_s > 0:
+            raise InputError(f"a claim's lease must be positive, got {lease_s!r}")
+        return await self._store.call(self._claim_sync, _item_id(item_id), operator, float(lease_s))
+
+    def _claim_sync(self, item_id: int, operator: str, lease_s: float) -> ReviewItem:
+        store = self._store
+
+        def write() -> ReviewItem:
+            item = self._pending_sync(item_id)
+            now = store.clock()
+            holder = item.holder(now)
+            if holder and holder != operator:
+                raise InputError(f"review item #{item_id} is claimed by {holder} until {_clock_time(item.claimed_until)}")
+            until = now + lease_s
+            changed = store.execute("UPDATE approvals SET claimed_by = ?, claimed_until = ? WHERE id = ? "
+                                    "AND status = 'pending' AND (claimed_by IS NULL OR claimed_by = ? "
+                                    "OR claimed_until <= ?)", (operator, until, item_id, operator, now)).rowcount
+            if changed != 1:        # another desk claimed or decided it between our read and our write
+                raise InputError(f"review item #{item_id} was just claimed or decided at another desk; read the "
+                                 "queue again")
+            payload: dict[str, Any] = {"id": item_id, "until": until}
+            if item.claimed_by and item.claimed_by != operator:
+                payload["lapsed_claim_of"] = item.claimed_by
+            store.append_audit(item.trace_id, operator, "review.claimed", payload)
+            return self._pending_sync(item_id)
+        return store.transaction(write)
+
+    async def unclaim(self, item_id: int, operator: str) -> ReviewItem:
+        """Lets go of one's own claim on a pending item."""
+        operator = check_operator(operator)
+        return await self._store.call(self._unclaim_sync, _item_id(item_id), operator)
+
+    def _unclaim_sync(self, item_id: int, operator: str) -> ReviewItem:
+        store = self._store
+
+        def write() -> ReviewItem:
+            item = self._pending_sync(item_id)
+            if item.holder(store.clock()) != operator:
+                raise InputError(f"review item #{item_id} is not claimed by {operator}")
+            store.execute("UPDATE approvals SET claimed_by = NULL, claimed_until = NULL WHERE id = ?", (item_id,))
+            store.append_audit(item.trace_id, operator, "review.unclaimed", {"id": item_id})
+            return self._pending_sync(item_id)
+        return store.transaction(write)
+
+    def _pending_sync(self, item_id: int) -> ReviewItem:
+        row = self._store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()
+        if row is None:
+            raise InputError(f"review item #{item_id} does not exist")
+        item = _item(row)
+        if not item.pending:
+            raise _decided(item)
+        return item
 
     # --- reads -----------------------------------------------------------------------------
     async def get(self, item_id: int) -> ReviewItem | None:

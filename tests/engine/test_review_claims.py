@@ -1,0 +1,122 @@
+"""Claims on the approval queue, as a team uses it: an operator holds an item for a lease, nobody else decides
+it meanwhile, a lapsed claim (a desk that died holding it) is anyone's to take, and two desks deciding one item
+at once make one decision."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engine import InputError
+from engine.review import ReviewQueue
+from engine.schema import MIGRATIONS
+from engine.store.db import Store
+from tests.engine.test_review import make_answer
+
+
+class Clock:
+    """The store's clock, moved by the test (a lease runs out when the test says so)."""
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def desk(store_target):
+    clock = Clock()
+    store = Store(store_target, MIGRATIONS, clock=clock)
+    await store.open()
+    queue = ReviewQueue(store)
+    item_id = await queue.enqueue(make_answer(), "high-risk question")
+    yield queue, item_id, clock, store
+    await store.aclose()
+
+
+def audit_types(store: Store) -> list[tuple[str, str]]:
+    return [(r[0], r[1]) for r in store.execute("SELECT actor, type FROM audit ORDER BY seq").fetchall()]
+
+
+async def test_a_claimed_item_is_its_holders_to_decide(desk):
+    queue, item_id, clock, store = desk
+    claimed = await queue.claim(item_id, "alice", lease_s=600)
+    assert (claimed.claimed_by, claimed.claimed_until) == ("alice", 1600.0)
+    with pytest.raises(InputError, match="claimed by alice until"):
+        await queue.decide(item_id, True, "bob", "verified against the cited sources")
+    with pytest.raises(InputError, match="claimed by alice until"):
+        await queue.claim(item_id, "bob")
+    with pytest.raises(InputError, match="not claimed by bob"):
+        await queue.unclaim(item_id, "bob")
+    decided = await queue.decide(item_id, True, "alice", "verified against the cited sources")
+    assert decided.decided_by == "alice" and decided.claimed_by == "" and decided.claimed_until is None
+    assert audit_types(store)[-2:] == [("alice", "review.claimed"), ("alice", "review.approved")]
+
+
+async def test_a_lapsed_claim_is_anyones_to_take(desk):
+    queue, item_id, clock, store = desk
+    await queue.claim(item_id, "alice", lease_s=600)
+    clock.now += 601                                  # alice's desk died holding it; the lease ran out
+    assert (await queue.get(item_id)).holder(clock.now) == ""
+    taken = await queue.claim(item_id, "bob")
+    assert taken.claimed_by == "bob"
+    payload = store.execute("SELECT payload FROM audit WHERE type = 'review.claimed' ORDER BY seq DESC").scalar()
+    assert '"lapsed_claim_of":"alice"' in payload
+
+
+async def test_a_claim_is_let_go_and_renewed(desk):
+    queue, item_id, clock, _ = desk
+    await queue.claim(item_id, "alice", lease_s=60)
+    clock.now += 30
+    assert (await queue.claim(item_id, "alice", lease_s=60)).claimed_until == clock.now + 60
+    assert (await queue.unclaim(item_id, "alice")).claimed_by == ""
+    assert (await queue.claim(item_id, "bob")).claimed_by == "bob"
+
+
+def test_two_desks_deciding_one_item_at_once_make_one_decision(store_target):
+    stores = [Store(store_target, MIGRATIONS) for _ in range(2)]
+    for store in stores:
+        store.open_sync()
+    first = ReviewQueue(stores[0])
+    item_id = stores[0].transaction(first.insert_in_transaction(make_answer(), "high-risk question"))
+    outcomes: list[str] = []
+    start = threading.Barrier(2)
+
+    def decide(store: Store, who: str) -> None:
+        start.wait()
+        try:
+            ReviewQueue(store)._decide_sync(item_id, True, who, "verified against the cited sources", "")
+            outcomes.append("decided")
+        except InputError as exc:
+            outcomes.append(str(exc))
+    threads = [threading.Thread(target=decide, args=(s, who)) for s, who in zip(stores, ("alice", "bob"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(outcomes)[0] == "decided" and "already approved" in sorted(outcomes)[1]
+    assert stores[0].execute("SELECT count(*) FROM audit WHERE type = 'review.approved'").scalar_one() == 1
+    for store in stores:
+        store.close_sync()
+
+
+def test_review_claim_on_the_command_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    db = tmp_path / "desk.db"
+    store = Store(db, MIGRATIONS)
+    store.open_sync()
+    item_id = store.transaction(ReviewQueue(store).insert_in_transaction(make_answer(), "high-risk question"))
+    store.close_sync()
+
+    def main(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "main.py", "review", *args, "--db", str(db)], capture_output=True,
+                              text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    claimed = main("claim", str(item_id), "--operator", "alice")
+    assert claimed.returncode == 0 and f"#{item_id} claimed by alice until" in claimed.stdout
+    assert "claim : alice until" in main("list").stdout
+    refused = main("approve", str(item_id), "--reason", "verified against the cited sources", "--operator", "bob")
+    assert refused.returncode == 2 and "claimed by alice" in refused.stderr
+    let_go = main("unclaim", str(item_id), "--operator", "alice")
+    assert let_go.returncode == 0 and "free to claim" in let_go.stdout
