@@ -695,14 +695,19 @@ class ToolBroker:
                 effect = _OUTWARD_EFFECTS.get(call.tool)
                 if effect is None:
                     raise InputError(f"tool call #{number} ({call.tool}) cannot be run on approval")
+            status = ToolStatus.APPROVED if approve else ToolStatus.REJECTED
+            # The decision first: a desk that decided the same call meanwhile leaves no row to change, and then
+            # nothing runs twice.
+            taken = store.execute("UPDATE tool_calls SET status = ?, decided_by = ?, decided_at = ?, reason = ? "
+                                  "WHERE id = ? AND status = 'pending'",
+                                  (status.value, by, store.clock(), reason, number)).rowcount
+            if taken != 1:
+                raise InputError(f"tool call #{number} was just decided at another desk; a decision is final")
+            result = ""
+            if approve:
                 effect_id, result = effect(store, number, params)   # the stored, screened parameters
                 payload["effect_id"] = effect_id
-                status = ToolStatus.APPROVED
-            else:
-                status, result = ToolStatus.REJECTED, ""
-            store.execute("UPDATE tool_calls SET status = ?, result = ?, decided_by = ?, decided_at = ?, reason = ? "
-                          "WHERE id = ? AND status = 'pending'",
-                          (status.value, result, by, store.clock(), reason, number))
+                store.execute("UPDATE tool_calls SET result = ? WHERE id = ?", (result, number))
             store.append_audit(call.trace_id, by, f"tool.{status.value}", payload)
             why = f"{status.value} by {by}: {reason}"
             return ToolCallResult(number, call.agent_id, call.tool, status, why, result)
