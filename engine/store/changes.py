@@ -34,7 +34,9 @@ class ChangeWatch:
         self._stop = threading.Event()
         self._listening = threading.Event()     # the feed's connection is LISTENing (PostgreSQL)
         self._thread: threading.Thread | None = None
-        self._poll: asyncio.Task | None = None
+        self._timer: asyncio.TimerHandle | None = None       # the next read of data_version (SQLite)
+        self._reading: asyncio.Future | None = None
+        self._seen: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, ready_s: float = 5.0) -> None:
@@ -42,8 +44,8 @@ class ChangeWatch:
         (PostgreSQL; if the server does not answer within ready_s, the thread goes on trying by itself)."""
         self._loop = asyncio.get_running_loop()
         if self.store.sqlite:
-            first = await self._data_version()
-            self._poll = self._loop.create_task(self._poll_sqlite(first))
+            self._seen = await self._data_version()
+            self._timer = self._loop.call_later(self.poll_s, self._read_version)
         else:
             self._thread = threading.Thread(target=self._listen, name="quorum-store-changes", daemon=True)
             self._thread.start()
@@ -51,28 +53,42 @@ class ChangeWatch:
 
     async def aclose(self) -> None:
         self._stop.set()
-        if self._poll is not None:
-            self._poll.cancel()
-            await asyncio.gather(self._poll, return_exceptions=True)
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._reading is not None:
+            await asyncio.gather(self._reading, return_exceptions=True)
         if self._thread is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 5.0)
 
-    # --- SQLite -------------------------------------------------------------------------------
+    # --- SQLite: a timer, not a task (the engine keeps no task of its own running between questions) ---------
+    def _version_now(self) -> int:
+        return int(self.store.execute("PRAGMA data_version").scalar_one())
+
     async def _data_version(self) -> int | None:
         try:
-            return await self.store.call(lambda: self.store.execute("PRAGMA data_version").scalar_one())
+            return await self.store.call(self._version_now)
         except Exception as exc:            # noqa: BLE001 - a store that went away is reported by its writers
             log.debug("data_version not read: %s", exc)
             return None
 
-    async def _poll_sqlite(self, seen: int | None) -> None:
-        while not self._stop.is_set():
-            await asyncio.sleep(self.poll_s)
-            version = await self._data_version()
-            if version is not None:
-                if seen is not None and version != seen:
-                    self.on_change(EVERYTHING)
-                seen = version
+    def _read_version(self) -> None:
+        if self._stop.is_set():
+            return
+        self._reading = self.store.submit(self._version_now)
+        self._reading.add_done_callback(self._version_read)
+
+    def _version_read(self, reading: asyncio.Future) -> None:
+        self._reading = None
+        if self._stop.is_set() or reading.cancelled():
+            return
+        if reading.exception() is not None:
+            log.debug("data_version not read: %s", reading.exception())
+        else:
+            version = reading.result()
+            if self._seen is not None and version != self._seen:
+                self.on_change(EVERYTHING)
+            self._seen = version
+        self._timer = asyncio.get_running_loop().call_later(self.poll_s, self._read_version)
 
     # --- PostgreSQL ---------------------------------------------------------------------------
     def _deliver(self, tables: frozenset[str]) -> None:

@@ -288,6 +288,10 @@ class Store:
         """Runs fn(*args) on the store's own thread (the only thread that touches the connection)."""
         return await self._run(fn, *args)
 
+    def submit(self, fn: Callable[[], T]) -> "asyncio.Future[T]":
+        """fn on the store's thread, as a future of the running loop (no task: for a timer's callback)."""
+        return asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
     def transaction(self, fn: Callable[[], T]) -> T:
         """On the store's thread: fn runs inside one transaction, rolled back if it raises."""
         return self._transaction(fn)
