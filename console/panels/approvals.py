@@ -30,8 +30,8 @@ from ..service import EngineService
 from ..untrusted import PlainLabel, RichLabel, SafeBrowser, html_text
 from .approvals_detail import claim_mark, item_html
 from .approvals_model import (MAX_COLUMN_WIDTH, QUESTION_COLUMN, REVIEW_COLUMNS, STATUS_TONES, AgeFilter,
-                              ReviewFilter, ReviewFilterProxy, ReviewModel, StatusFilter, answer_cell, decision_text,
-                              queue_order, when_text)
+                              ReviewFilter, ReviewFilterProxy, ReviewModel, StatusFilter, answer_cell, claim_text,
+                              decision_text, queue_order, when_text)
 from .base import EnginePanel
 from .shown import ShownMixin
 
@@ -280,6 +280,7 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         self.detail.setPlaceholderText("Select a review item to see the answer, its candidates and their claims.")
         self.approve_button = QPushButton("Approve…")
         self.reject_button = QPushButton("Reject…")
+        self.claim_button = QPushButton("Claim")     # hold the item for its lease, so a team reviews it once
         self.form = DecisionForm()
         self.message = RichLabel()          # toned_html: the decision's words escaped
         self.message.setWordWrap(True)
@@ -295,6 +296,7 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         buttons.setContentsMargins(0, 0, 0, 0)
         buttons.addWidget(self.approve_button)
         buttons.addWidget(self.reject_button)
+        buttons.addWidget(self.claim_button)
         buttons.addWidget(self.message, 1)
         right = column(self.detail, self.selection, self.action_row, self.form, spacing=4)
         body = QSplitter(Qt.Orientation.Horizontal)
@@ -326,6 +328,7 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         self.approve_button.clicked.connect(lambda: self.open_form(approve=True))
         self.reject_button.clicked.connect(lambda: self.open_form(approve=False))
         self.refresh_button.clicked.connect(self.reload)
+        self.claim_button.clicked.connect(self._toggle_claim)
         self.search.textChanged.connect(self._apply_filter)
         for combo in (self.status_filter, self.tier_filter, self.age_filter):
             combo.currentIndexChanged.connect(self._apply_filter)
@@ -651,8 +654,30 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
     def _show_message(self, text: str) -> None:
         self.message.setText(text)
 
+    def _toggle_claim(self) -> None:
+        item = self.current_item()
+        if item is not None and item.pending:
+            self._service.reviews.claim(item.id, hold=item.holder(self._clock()) != self._service.operator)
+
+    def _refresh_claim_button(self, item: ReviewItem | None) -> None:
+        holder = item.holder(self._clock()) if item is not None else ""
+        mine = holder == self._service.operator
+        self.claim_button.setText("Let go" if mine else "Claim")
+        self.claim_button.setEnabled(self._accepting and item is not None and item.pending
+                                     and (not holder or mine) and not self.form.isVisible())
+        if item is None or not item.pending:
+            tip = "Select a pending item to claim it"
+        elif holder and not mine:
+            tip = claim_text(item, self._clock())
+        elif mine:
+            tip = "Let go of your claim, so another operator may take the item"
+        else:
+            tip = "Hold this item for 15 minutes: nobody else decides it meanwhile"
+        self.claim_button.setToolTip(untrusted.tooltip(tip))
+
     def refresh_buttons(self, *_args) -> None:
         selected = self.selected_items()
+        self._refresh_claim_button(self.current_item())
         pending = [i for i in selected if i.pending]
         can = self._accepting and bool(pending) and not self.form.isVisible()
         self.approve_button.setEnabled(can)

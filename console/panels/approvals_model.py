@@ -56,9 +56,18 @@ def answer_cell(item: ReviewItem) -> str:
     return item.answer_text or f"({style.VERDICT_LABELS[item.verdict].lower()})"
 
 
-def decision_text(item: ReviewItem) -> str:
+def claim_text(item: ReviewItem, now: float) -> str:
+    """Who holds a pending item, and until when ("" when nobody does)."""
+    holder = item.holder(now)
+    if not holder or item.claimed_until is None:
+        return ""
+    return f"claimed by {holder} until {datetime.datetime.fromtimestamp(item.claimed_until).strftime('%H:%M')}"
+
+
+def decision_text(item: ReviewItem, now: float | None = None) -> str:
     if item.pending:
-        return "waiting for an operator"
+        claim = claim_text(item, time.time() if now is None else now)
+        return f"waiting for an operator; {claim}" if claim else "waiting for an operator"
     note = f" — {item.note}" if item.note else ""
     return f"{item.status.value} by {item.decided_by}: {item.reason}{note}"
 
@@ -70,8 +79,9 @@ def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
 
     return (
         Column("#", lambda i: str(i.id), align=RIGHT, bold=lambda i: i.pending),
-        Column("Status", lambda i: i.status.value, foreground=lambda i: style.tone(STATUS_TONES[i.status]),
-               bold=lambda i: True, tooltip=lambda i: decision_text(i)),
+        Column("Status", lambda i: f"{i.status.value} · {i.holder(clock())}" if i.holder(clock()) else i.status.value,
+               foreground=lambda i: style.tone(STATUS_TONES[i.status]), bold=lambda i: True,
+               tooltip=lambda i: decision_text(i, clock())),
         Column("Tier", lambda i: i.tier.value,
                foreground=lambda i: style.tones().bad if i.tier is RiskTier.HIGH else None),
         Column("Question", lambda i: i.question, tooltip=lambda i: i.question),

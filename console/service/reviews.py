@@ -36,6 +36,26 @@ class ReviewsAdapter(Adapter):
             return None
         return self.core.spawn(self._decide(item_id, bool(approve), reason, note), "review.decide")
 
+    def claim(self, item_id: int, hold: bool = True) -> asyncio.Task | None:
+        """Claims a pending item as the operator for the claim's lease (hold=False lets go of it): sig_changed with
+        the item as it now is, or sig_failed(item_id, why) when another operator holds it or it was decided."""
+        item_id = int(item_id)
+        if not self.core.require_ready("items cannot be claimed", lambda m: self.sig_failed.emit(item_id, m)):
+            return None
+        return self.core.spawn(self._claim(item_id, bool(hold)), "review.claim")
+
+    async def _claim(self, item_id: int, hold: bool) -> None:
+        faces = self.engine.reviews
+        act = faces.claim if hold else faces.unclaim
+        outcome, item = await self.core.attempt(
+            lambda: act(item_id, self.core.operator),
+            context=f"the claim on review item #{item_id} was not saved",
+            refused=lambda m: self.sig_failed.emit(item_id, m), announce_refusal=False)
+        if outcome is Attempt.DONE:
+            self.sig_changed.emit(item)
+        elif outcome is Attempt.REFUSED:      # show the item as the store has it (claimed or decided elsewhere)
+            await self._refresh(item_id)
+
     def decide_many(self, item_ids: Iterable[int], approve: bool, reason: str, note: str = "") -> asyncio.Task | None:
         """The same decision on several items, one by one (Engine.decide_many): sig_changed for every item
         whose state is now known (decided, or found decided by someone else), then sig_decided_many with

@@ -162,7 +162,7 @@ class FakeEngine:
         self.fleet = Face(self, agents="agents", start="start_fleet", stop="stop_fleet",
                           config=SimpleNamespace(agents=[v.spec for v in agents]))
         self.questions = Face(self, ask="ask")
-        self.reviews = Face(self, decide="decide", decide_many="decide_many", pending=lambda: self.review.pending,
+        self.reviews = Face(self, decide="decide", decide_many="decide_many", claim="claim", unclaim="unclaim", pending=lambda: self.review.pending,
                             items=lambda: self.review.items, get=lambda: self.review.get)
         self.reputation = Face(self, quarantine="quarantine", release="release", settings=self.settings.reputation,
                                history=lambda: self.trust.tables.history, alerts=lambda: self.trust.tables.alerts)
@@ -231,6 +231,23 @@ class FakeEngine:
                                       decided_by=operator, reason=reason, note=note, decided_at=self.clock())
         self.review.by_id[decided.id] = decided
         return decided
+
+    async def claim(self, item_id: int, operator: str) -> ReviewItem:
+        """As the queue claims (engine.review.queue): refused while another operator's lease runs."""
+        self._record("claim", item_id, operator)
+        item = self.review.by_id[int(item_id)]
+        holder = item.holder(self.clock())
+        if holder and holder != operator:
+            raise InputError(f"review item #{item_id} is claimed by {holder}")
+        claimed = dataclasses.replace(item, claimed_by=operator, claimed_until=self.clock() + 900.0)
+        self.review.by_id[claimed.id] = claimed
+        return claimed
+
+    async def unclaim(self, item_id: int, operator: str) -> ReviewItem:
+        self._record("unclaim", item_id, operator)
+        item = dataclasses.replace(self.review.by_id[int(item_id)], claimed_by="", claimed_until=None)
+        self.review.by_id[item.id] = item
+        return item
 
     # --- trust -----------------------------------------------------------------------------------
     def _known(self, agent_id: str) -> AgentView:

@@ -77,3 +77,27 @@ def test_another_desks_change_reloads_the_panels_that_show_it(qtbot, qasync_loop
         engine.emit(StoreChanged(frozenset({"approvals", "audit"}), 1.0))
     qtbot.waitUntil(lambda: window.approvals_panel.model.rowCount() == 2, timeout=2_000)
     assert session.errors == []
+
+
+def test_an_operator_claims_an_item_and_sees_who_holds_the_others(qtbot, qasync_loop, tmp_path):
+    import dataclasses
+    import time
+    views = recorded.fleet_views(tmp_path)
+    held = dataclasses.replace(recorded.review_item(2), claimed_by="bob", claimed_until=time.time() + 600)
+    engine = FakeEngine(views, reviews=[recorded.review_item(1), held])
+    session = fake_service(qtbot, engine)
+    window = MainWindow(session.service)
+    qtbot.addWidget(window)
+    panel = window.approvals_panel
+    panel.reload()
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 2, timeout=2_000)
+    panel.select_item(2)
+    assert not panel.claim_button.isEnabled() and "claimed by bob until" in panel.claim_button.toolTip()
+    panel.select_item(1)
+    assert panel.claim_button.isEnabled() and panel.claim_button.text() == "Claim"
+    with qtbot.waitSignal(session.service.reviews.sig_changed, timeout=2_000):
+        panel.claim_button.click()
+    assert engine.called("claim") == [(1, session.service.operator)]
+    qtbot.waitUntil(lambda: panel.claim_button.text() == "Let go", timeout=2_000)
+    assert panel.proxy.index(panel.proxy.row_of(1), 1).data() == f"pending · {session.service.operator}"
+    assert session.errors == []
