@@ -22,7 +22,7 @@ from typing import Callable
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (QDockWidget, QInputDialog, QMainWindow, QProgressBar, QStyle, QTabBar,
-                               QTabWidget, QToolButton, QWidget)
+                               QSizePolicy, QTabWidget, QToolBar, QToolButton, QWidget)
 
 from engine import Answer
 
@@ -105,6 +105,7 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         self._make_docks()
         self._make_status_bar()
+        self._make_store_banner()
         self._make_menus()
         self._bind_actions()
         self._connect(service)
@@ -460,6 +461,7 @@ class MainWindow(QMainWindow):
         service.sig_starting.connect(self._on_starting)
         service.sig_ready.connect(self._on_ready)
         service.sig_error.connect(self.toast.show_message)
+        service.sig_store_link.connect(self._on_store_link)
         service.sig_stopping.connect(self._on_stopping)
         service.sig_stopped.connect(lambda: self.status_text.setText("Engine stopped"))
         self.fleet_panel.sig_summary_changed.connect(self._on_fleet_summary)
@@ -486,6 +488,36 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.alerts_button)
         self.statusBar().addPermanentWidget(self.progress)
         self.toast = Toast(self)
+
+    def _make_store_banner(self) -> None:
+        """Across the top while a team store's server cannot be reached: what the desk shows is what it had read,
+        and every decision is refused until the server is back (the engine reaches it again by itself)."""
+        self.store_banner = QToolBar("Store")
+        self.store_banner.setObjectName("store-banner")
+        self.store_banner.setMovable(False)
+        self.store_banner.setFloatable(False)
+        self.store_banner.toggleViewAction().setEnabled(False)
+        self.store_banner_text = PlainLabel()
+        self.store_banner_text.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.store_banner.addWidget(self.store_banner_text)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.store_banner)
+        self.store_banner.hide()
+        self._style_store_banner()
+        style.theme_signals().sig_changed.connect(self._style_store_banner)
+
+    def _style_store_banner(self, *_args) -> None:
+        self.store_banner.setStyleSheet(f"QToolBar {{ {style.bg('bad_tint')}; }} QLabel {{ {style.fg('bad')}; "
+                                        "font-weight: bold; padding: 4px; }")
+
+    def _on_store_link(self, online: bool, why: str) -> None:
+        if online:
+            self.store_banner.hide()
+            self.toast.show_message("The team store is back: the panels read it again, decisions are taken again")
+            return
+        self.store_banner_text.setText(f"The team store cannot be reached ({why}). Showing what this desk had read; "
+                                       "decisions are refused until it is back, and nothing is kept to send later. "
+                                       "Trying again by itself.")
+        self.store_banner.show()
 
     def _style_alerts_button(self, *_args) -> None:
         self.alerts_button.setStyleSheet(f"QToolButton {{ {style.fg('bad')}; font-weight: bold; }}")

@@ -18,7 +18,8 @@ from engine.answer import Answer
 # What the engine tells its listeners (Engine.subscribe), one class per thing that happened.
 from engine.events import (AgentChanged, AlertChanged, AlertsRaised, CascadeResolved, CascadeScored,
                            CorpusIndexProgress, DemoTrafficChanged, EngineReady, GatewayFlagged, QuestionReceived,
-                           ReviewEnqueued, SilencesChanged, StageProgressed, StoreChanged, TrustUpdated)
+                           ReviewEnqueued, SilencesChanged, StageProgressed, StoreChanged, StoreLink,
+                           TrustUpdated)
 
 # A question's stages and the cascade monitor's view of them.
 from engine.stages.model import StageKind, StageResult
@@ -87,7 +88,7 @@ __all__ = [
     "AgentProtocolError", "AgentReplyTooLarge", "FleetError", "StoreError", "AuditChainBroken",
     # events
     "AgentChanged", "AlertChanged", "AlertsRaised", "CascadeResolved", "CascadeScored", "CorpusIndexProgress",
-    "DemoTrafficChanged", "EngineReady", "GatewayFlagged", "QuestionReceived", "ReviewEnqueued", "SilencesChanged", "StoreChanged",
+    "DemoTrafficChanged", "EngineReady", "GatewayFlagged", "QuestionReceived", "ReviewEnqueued", "SilencesChanged", "StoreChanged", "StoreLink",
     "StageProgressed", "TrustUpdated",
     # stages, cascade
     "StageKind", "StageResult", "CascadeOutcome", "CascadeType", "StageScore", "participation_summary",

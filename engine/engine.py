@@ -24,7 +24,7 @@ from .decided import AnnounceDecided, RecordAlerts, RecordAnswer, SnapshotMemory
 from .demo import DemoTraffic
 from .errors import AgentError, InputError, StoreError
 from .events import (AgentChanged, EngineReady, GatewayFlagged, QuestionAnswered, QuestionDecided, QuestionFailed,
-                     StoreChanged)
+                     StoreChanged, StoreLink)
 from .facades import (AlertsFacade, CascadeFacade, CorpusFacade, FleetFacade, GatewayFacade, MemoryFacade,
                       QuestionsFacade, ReputationFacade, ReviewsFacade, ToolsFacade)
 from .gateway.build import build_gateway
@@ -116,6 +116,7 @@ class Engine:
         self._tasks: set[asyncio.Task] = set()
         self._watch: ChangeWatch | None = None
         self._changed: set[str] = set()     # tables other desks changed, told at the next StoreChanged
+        self._store_online = True
         self._probed: dict[str, float] = {}  # external agents: when each down one was last probed (_recheck_external)
         self.telemetry = None                # traces out (engine.telemetry), when [telemetry] is on: made in start()
         self.parts = parts = self._build(fleet, settings, db_path, Path(cache_dir or default_cache_dir()),
@@ -243,7 +244,9 @@ class Engine:
         self.reputation.show(a.id for a in config.agents)
         await self._audit("engine", "engine.started", {"fleet": str(config.path), "agents": [a.id for a in config.agents]})
         await parts.store.call(self._anchor)
-        self._watch = ChangeWatch(parts.store, self._on_store_change)
+        loop = asyncio.get_running_loop()
+        parts.store.on_link = lambda online, why: loop.call_soon_threadsafe(self._on_store_link, online, why)
+        self._watch = ChangeWatch(parts.store, self._on_store_change, on_link=self._on_feed_link)
         await self._watch.start()
         for view in parts.registry.all():
             self._emit(AgentChanged(view, "", parts.clock()))
@@ -330,6 +333,30 @@ class Engine:
     def signed_in(self) -> str | None:
         """On a team store, the PostgreSQL role this desk signed in as: the actor of its operator's acts."""
         return self.parts.store.signed_in
+
+    @property
+    def store_online(self) -> bool:
+        """False while a team store's server cannot be reached (writes are refused; reads show what was read)."""
+        return self._store_online
+
+    def _on_store_link(self, online: bool, why: str) -> None:
+        if online == self._store_online or self._closing:
+            return
+        self._store_online = online
+        self._emit(StoreLink(online, why, self.parts.clock()))
+        if online:      # what changed meanwhile is not known: every view reads the store again
+            self._on_store_change(frozenset({"*"}))
+
+    def _on_feed_link(self, online: bool, why: str) -> None:
+        """The change feed's own connection: the first to know, even while this desk writes nothing."""
+        if not online:
+            self._on_store_link(False, why)
+            return
+
+        async def reach() -> None:      # the store's own connection comes back on a read, not on the next decision
+            if await self.parts.store.call(self.parts.store.reach):
+                self._on_store_link(True, why)
+        self._spawn(reach())
 
     def _on_store_change(self, tables: frozenset[str]) -> None:
         """Another desk committed: coalesced into one StoreChanged; the reputation book takes in its standings

@@ -71,6 +71,15 @@ class StoreChanged:
 
 
 @dataclass(frozen=True)
+class StoreLink:
+    """The team store's server went away (online False: this desk shows what it has, and every write is refused
+    with a clear error until it is back), or was reached again (online True; each view reads it again)."""
+    online: bool
+    why: str
+    at: float
+
+
+@dataclass(frozen=True)
 class TrustUpdated:
     """The reputation book moved (a decided question, an operator's quarantine, release or decision):
     its typed events, the new points of the score history and the new alerts."""

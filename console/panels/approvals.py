@@ -678,7 +678,9 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
     def refresh_buttons(self, *_args) -> None:
         selected = self.selected_items()
         self._refresh_claim_button(self.current_item())
-        pending = [i for i in selected if i.pending]
+        now = self._clock()
+        held = [i for i in selected if i.pending and i.holder(now) not in ("", self._service.operator)]
+        pending = [i for i in selected if i.pending and i not in held]
         can = self._accepting and bool(pending) and not self.form.isVisible()
         self.approve_button.setEnabled(can)
         self.reject_button.setEnabled(can)
@@ -686,7 +688,9 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         self.approve_button.setText(f"Approve{several}…")
         self.reject_button.setText(f"Reject{several}…")
         self.refresh_button.setEnabled(self._accepting)
-        if selected and not pending:
+        if held and not pending:
+            tip = claim_text(held[0], now)
+        elif selected and not pending:
             tip = f"Already decided: {decision_text(selected[0])}"
         elif not self._accepting:
             tip = "Waiting for the engine"

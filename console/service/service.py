@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from engine import (AgentChanged, AgentState, AlertChanged, AlertsRaised, CascadeResolved, CascadeScored,
                     CorpusIndexProgress, DemoTrafficChanged, Engine, EngineReady, GatewayFlagged, QuestionReceived,
-                    ReviewEnqueued, SilencesChanged, StageProgressed, StoreChanged, TrustUpdated)
+                    ReviewEnqueued, SilencesChanged, StageProgressed, StoreChanged, StoreLink, TrustUpdated)
 
 from .alerts import AlertsAdapter
 from .audit import AuditAdapter
@@ -44,6 +44,7 @@ class EngineService(ServiceCore):
     sig_ready = Signal(int)                    # agents up
     sig_stopping = Signal()
     sig_stopped = Signal()
+    sig_store_link = Signal(bool, str)         # the team store's server reached (True) or gone (False), and why
 
     def __init__(self, engine: Engine, parent: QObject | None = None) -> None:
         super().__init__(engine, parent)
@@ -82,6 +83,7 @@ class EngineService(ServiceCore):
             AlertChanged: self.alerts.on_changed,
             SilencesChanged: self.alerts.on_silences,
             StoreChanged: self._on_store_changed,
+            StoreLink: lambda event: self.sig_store_link.emit(event.online, event.why),
         }
         # The question's agents may have written memory or asked for tools: read both again after it.
         self.questions.sig_answer.connect(lambda _answer: (self.memory.load(), self.tools.load()))

@@ -26,9 +26,12 @@ EVERYTHING: frozenset[str] = frozenset({"*"})   # which tables: unknown, read ev
 
 class ChangeWatch:
     def __init__(self, store: Store, on_change: Callable[[frozenset[str]], None], *, poll_s: float = 0.5,
-                 retry_s: float = 2.0) -> None:
+                 retry_s: float = 2.0, on_link: Callable[[bool, str], None] = lambda online, why: None) -> None:
+        """on_link(online, why): the feed's connection to the server was lost, or made again (PostgreSQL; on the
+        loop): the first word that the server went away or came back, even while the desk writes nothing."""
         self.store = store
         self.on_change = on_change
+        self.on_link = on_link
         self.poll_s = poll_s
         self.retry_s = retry_s
         self._stop = threading.Event()
@@ -106,6 +109,7 @@ class ChangeWatch:
                     conn.execute(f"LISTEN {CHANGES_CHANNEL}")
                     self._listening.set()
                     if lost:        # whatever happened while we were away is unknown: read everything again
+                        self._tell_link(True, "the change feed reached the server again")
                         self._deliver(EVERYTHING)
                         lost = False
                     while not self._stop.is_set():
@@ -115,10 +119,16 @@ class ChangeWatch:
                 self._listening.clear()
                 if self._stop.is_set():
                     return
+                if not lost:
+                    self._tell_link(False, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
                 lost = True
                 log.warning("the store's change feed is down, trying again in %.0f s: %s", self.retry_s,
                             str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
                 self._stop.wait(self.retry_s)
+
+    def _tell_link(self, online: bool, why: str) -> None:
+        if self._loop is not None and not self._stop.is_set():
+            self._loop.call_soon_threadsafe(self.on_link, online, why)
 
     def _note(self, payload: str) -> None:
         try:

@@ -77,8 +77,20 @@ def _reason(exc: Exception) -> str:
     return said.splitlines()[0] if said else type(exc).__name__
 
 
+def _is_disconnect(exc: DBAPIError) -> bool:
+    """psycopg's word for a connection that failed or was closed under us (not a refused statement)."""
+    try:
+        import psycopg
+    except ImportError:         # pragma: no cover - psycopg is a dependency
+        return False
+    return isinstance(exc.orig, psycopg.OperationalError) and not isinstance(exc.orig, psycopg.errors.QueryCanceled)
+
+
 def _wrap(where: Path | str, exc: Exception) -> StoreError:
     text_ = _reason(exc)
+    if isinstance(exc, DBAPIError) and _is_disconnect(exc):
+        return StoreError(f"{where}: the database server cannot be reached ({text_}); nothing was written, and this "
+                          "desk tries again on its next read or write")
     if "disk is full" in text_ or "disk I/O" in text_ or "No space left" in text_:
         return StoreError(f"{where}: the disk is full or failing ({text_}); nothing after the last reported write "
                           "was saved")
@@ -113,6 +125,9 @@ class Store:
         self._conn: Connection | None = None
         self._in_transaction = False
         self.signed_in: str | None = None       # the PostgreSQL role this store signed in as (None on SQLite)
+        self.online = True                      # False from a lost server connection until one is made again
+        # Told when the server is lost or reached again (online, why), on the store's thread.
+        self.on_link: Callable[[bool, str], None] = lambda online, why: None
         self._touched: set[str] = set()         # tables this transaction wrote: announced at its commit
         self.desk = uuid.uuid4().hex            # this store's connection among the team's: its own changes are not news
 
@@ -217,8 +232,49 @@ class Store:
     @property
     def conn(self) -> Connection:
         if self._conn is None:
-            raise StoreError(f"{self.path}: store is not open")
+            if self._engine is None:
+                raise StoreError(f"{self.path}: store is not open")
+            self._reconnect()
+        assert self._conn is not None
         return self._conn
+
+    def _reconnect(self) -> None:
+        """A team store whose server went away: one try to reach it again, on the caller's own call (nothing
+        waits in a queue for it); a StoreError says it is still away."""
+        assert self._engine is not None
+        try:
+            self._conn = self._engine.connect()
+        except DBAPIError as exc:
+            raise StoreError(f"{self.path}: the database server cannot be reached ({_reason(exc)}); nothing was "
+                             "written, and this desk tries again on its next read or write") from exc
+        self._link(True, "reached again")
+
+    def _link(self, online: bool, why: str) -> None:
+        if online != self.online:
+            self.online = online
+            self.on_link(online, why)
+
+    def _lost(self, exc: DBAPIError) -> None:
+        """A failure that took the server's connection with it: the connection is dropped (the next call makes a
+        new one), and whoever watches hears that the store is offline."""
+        if self.sqlite or not (exc.connection_invalidated or _is_disconnect(exc)):
+            return
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.invalidate()
+            except SQLAlchemyError:
+                pass
+        self._in_transaction = False
+        self._link(False, _reason(exc))
+
+    def reach(self) -> bool:
+        """On the store's thread: whether the server answers now (reconnecting if the store had lost it)."""
+        try:
+            self.execute("SELECT 1")
+        except StoreError:
+            return False
+        return True
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -230,6 +286,7 @@ class Store:
         try:
             result = self.conn.execute(_statement(sql), _bind(params))
         except DBAPIError as exc:
+            self._lost(exc)
             raise _wrap(self.path, exc) from exc
         self._wrote(sql)
         return result
@@ -241,6 +298,7 @@ class Store:
         try:
             self.conn.execute(_statement(sql), batch)
         except DBAPIError as exc:
+            self._lost(exc)
             raise _wrap(self.path, exc) from exc
         self._wrote(sql)
 
@@ -339,8 +397,9 @@ class Store:
                 self._announce()
             except BaseException:
                 self._touched.clear()
-                # SQLite rolls back by itself on some errors (SQLITE_FULL): keep that error
-                if self._driver_in_transaction():
+                # SQLite rolls back by itself on some errors (SQLITE_FULL): keep that error. A lost server
+                # connection took its transaction with it.
+                if self._conn is conn and self._driver_in_transaction():
                     conn.exec_driver_sql("ROLLBACK")
                 raise
             finally:
@@ -348,6 +407,7 @@ class Store:
             conn.exec_driver_sql("COMMIT")
             return result
         except DBAPIError as exc:
+            self._lost(exc)
             raise _wrap(self.path, exc) from exc
 
     def audit_sync(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:

@@ -101,3 +101,19 @@ def test_an_operator_claims_an_item_and_sees_who_holds_the_others(qtbot, qasync_
     qtbot.waitUntil(lambda: panel.claim_button.text() == "Let go", timeout=2_000)
     assert panel.proxy.index(panel.proxy.row_of(1), 1).data() == f"pending · {session.service.operator}"
     assert session.errors == []
+
+
+def test_the_store_banner_comes_when_the_team_store_goes_and_leaves_when_it_is_back(qtbot, qasync_loop, tmp_path):
+    from engine import StoreLink
+    session = fake_service(qtbot, agents=recorded.fleet_views(tmp_path))
+    window = MainWindow(session.service)
+    qtbot.addWidget(window)
+    window.show()
+    assert not window.store_banner.isVisible()
+    session.engine.emit(StoreLink(False, "connection refused", 1.0))
+    assert window.store_banner.isVisible()
+    assert "cannot be reached (connection refused)" in window.store_banner_text.text()
+    assert "decisions are refused" in window.store_banner_text.text()
+    session.engine.emit(StoreLink(True, "reached again", 2.0))
+    assert not window.store_banner.isVisible()
+    assert session.errors == []
