@@ -22,6 +22,7 @@ from .settings.cascade import CascadeSettings
 from .settings.gateway import GatewaySettings
 from .settings.telemetry import TelemetrySettings, check_telemetry
 from .settings.judge import JudgeSettings
+from .settings.review import ReviewSettings
 from .settings.store import StoreSettings
 from .store.target import store_target
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
@@ -110,6 +111,7 @@ class EngineSettings:
     telemetry: TelemetrySettings = TelemetrySettings()   # traces out over OTLP (engine.telemetry), off by default
     judge: JudgeSettings = JudgeSettings()               # where judges read meaning (engine/generation/judging.py)
     store: StoreSettings = StoreSettings()               # a team's PostgreSQL, when --db and $QUORUM_DB say nothing
+    review: ReviewSettings = ReviewSettings()            # the approval queue's service-level times by tier
     tiers: dict[str, TierPolicy] = field(default_factory=lambda: {
         RiskTier.LOW.value: TierPolicy(retrievers=2, generators=1, retrieval_mode=RetrievalMode.OPTIMISTIC),
         RiskTier.MEDIUM.value: TierPolicy(),
@@ -232,6 +234,13 @@ def _store(file: str, settings: StoreSettings) -> StoreSettings:
     return settings
 
 
+def _review(file: str, settings: ReviewSettings) -> ReviewSettings:
+    for key in ("sla_high_s", "sla_medium_s", "sla_low_s", "sla_check_s"):
+        if not getattr(settings, key) > 0:
+            raise ConfigError(file, f"review.{key}", f"must be a positive number of seconds, found {getattr(settings, key)}")
+    return settings
+
+
 def load_settings(path: Path | None = None) -> EngineSettings:
     path = Path(path) if path else DEFAULT_SETTINGS
     file = str(path)
@@ -240,7 +249,8 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         raise ConfigError(file, "meaning", "the meaning verifier was removed: the LLM judge reads meaning "
                                            "(its settings are [judge]); delete this table")
     data = _check_keys(file, "", raw, {"retrieval", "generation", "limits", "tiers", "risk",
-                                       "reputation", "cascade", "gateway", "telemetry", "judge", "store"})
+                                       "reputation", "cascade", "gateway", "telemetry", "judge", "store",
+                                       "review"})
     defaults = EngineSettings()
     tiers = dict(defaults.tiers)
     raw_tiers = _check_keys(file, "tiers", data.get("tiers", {}), {t.value for t in RiskTier})
@@ -257,6 +267,7 @@ def load_settings(path: Path | None = None) -> EngineSettings:
         telemetry=check_telemetry(file, _build_section(file, "telemetry", TelemetrySettings, data.get("telemetry", {}))),
         judge=_build_section(file, "judge", JudgeSettings, data.get("judge", {})),
         store=_store(file, _build_section(file, "store", StoreSettings, data.get("store", {}))),
+        review=_review(file, _build_section(file, "review", ReviewSettings, data.get("review", {}))),
         tiers=tiers,
     )
     for section, key in (("generation", "min_support"), ("generation", "free_text_min_support"),

@@ -117,6 +117,7 @@ class Engine:
         self._watch: ChangeWatch | None = None
         self._changed: set[str] = set()     # tables other desks changed, told at the next StoreChanged
         self._store_online = True
+        self._overdue_timer: asyncio.TimerHandle | None = None
         self._probed: dict[str, float] = {}  # external agents: when each down one was last probed (_recheck_external)
         self.telemetry = None                # traces out (engine.telemetry), when [telemetry] is on: made in start()
         self.parts = parts = self._build(fleet, settings, db_path, Path(cache_dir or default_cache_dir()),
@@ -177,7 +178,7 @@ class Engine:
                             clock=clock, sessions=sessions, tools=tools, memory=memory, on_late=self._on_late_reply,
                             corpus=corpus_hashes)
         return EngineParts(store=store, registry=registry, keyring=keyring, client=client, launcher=launcher,
-                           embedder=embedder, gateway=gateway, sessions=sessions, review=ReviewQueue(store),
+                           embedder=embedder, gateway=gateway, sessions=sessions, review=ReviewQueue(store, settings.review),
                            reputation=reputation, alerts=AlertBook(store, clock=clock), memory=memory, tools=tools,
                            pipeline=pipeline, corpus_hashes=corpus_hashes, cache_dir=cache_dir, clock=clock)
 
@@ -248,6 +249,7 @@ class Engine:
         parts.store.on_link = lambda online, why: loop.call_soon_threadsafe(self._on_store_link, online, why)
         self._watch = ChangeWatch(parts.store, self._on_store_change, on_link=self._on_feed_link)
         await self._watch.start()
+        self._overdue_timer = loop.call_later(0.0, self._look_for_overdue)
         for view in parts.registry.all():
             self._emit(AgentChanged(view, "", parts.clock()))
         await asyncio.gather(*(self._check_external(v) for v in parts.registry.all()
@@ -323,6 +325,8 @@ class Engine:
         if self.telemetry is not None:       # after the last question's events: its trace leaves too
             await self.telemetry.aclose()
         await parts.client.aclose()
+        if self._overdue_timer is not None:
+            self._overdue_timer.cancel()
         if self._watch is not None:
             await self._watch.aclose()
         await parts.store.call(self._anchor)
@@ -333,6 +337,24 @@ class Engine:
     def signed_in(self) -> str | None:
         """On a team store, the PostgreSQL role this desk signed in as: the actor of its operator's acts."""
         return self.parts.store.signed_in
+
+    def _look_for_overdue(self) -> None:
+        """Every [review] sla_check_s: an alert for each answer that waited past its tier's service-level time
+        (a timer, not a task: the engine keeps no task of its own running between questions)."""
+        if self._closing:
+            return
+
+        async def look() -> None:
+            try:
+                raised = await self.parts.store.call(self.parts.review.raise_overdue_sync, self.parts.alerts)
+            except StoreError as exc:       # the store is away: the banner says so; look again next time
+                log.debug("overdue review items not looked for: %s", exc)
+                return
+            if raised:
+                await self.alerts.announce(tuple(raised), "")
+        self._spawn(look())
+        self._overdue_timer = asyncio.get_running_loop().call_later(self.settings.review.sla_check_s,
+                                                                    self._look_for_overdue)
 
     @property
     def store_online(self) -> bool:

@@ -75,7 +75,11 @@ def decision_text(item: ReviewItem, now: float | None = None) -> str:
 def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
     def queued_tooltip(item: ReviewItem) -> str:
         moment = datetime.datetime.fromtimestamp(item.created_at).isoformat(sep=" ", timespec="seconds")
-        return f"queued {moment} ({age_text(clock() - item.created_at)} ago)"
+        due = ""
+        if item.pending and item.due_at is not None:
+            late = clock() - item.due_at
+            due = (f"; overdue by {age_text(late)}" if late > 0 else f"; due in {age_text(-late)}")
+        return f"queued {moment} ({age_text(clock() - item.created_at)} ago){due}"
 
     return (
         Column("#", lambda i: str(i.id), align=RIGHT, bold=lambda i: i.pending),
@@ -89,7 +93,9 @@ def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
                tooltip=lambda i: f"{answer_cell(i)}\n{style.VERDICT_LABELS[i.verdict]}: {i.answer_reason}".strip()),
         Column("Why", lambda i: i.why, tooltip=lambda i: i.why),
         Column("Age", lambda i: age_text(clock() - i.created_at), align=RIGHT, tooltip=queued_tooltip,
-               header_tooltip="Time since the item was queued"),
+               foreground=lambda i: style.tones().bad if i.overdue(clock()) else None,
+               bold=lambda i: i.overdue(clock()),
+               header_tooltip="Time since the item was queued (red: past its tier's service-level time)"),
     )
 
 
@@ -100,9 +106,11 @@ MAX_COLUMN_WIDTH = {ANSWER_COLUMN: 140, WHY_COLUMN: 130}
 
 
 def queue_order(item: ReviewItem) -> tuple:
-    """Pending first, oldest first (a queue); then decisions, newest first (as the engine orders them)."""
+    """Pending first, the soonest due first: an overdue item (past its tier's service-level time) before all that
+    are not, then by how soon each falls due (an item older than due times, by when it was queued); then
+    decisions, newest first (as the engine orders them)."""
     if item.pending:
-        return (0, item.created_at, item.id)
+        return (0, item.due_at if item.due_at is not None else item.created_at, item.id)
     return (1, -(item.decided_at or 0.0), -item.id)
 
 

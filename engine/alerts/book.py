@@ -38,16 +38,17 @@ class AlertBook:
         alerts = list(alerts)
         if not alerts:
             return ()
+        return self.marked_sync(self.store.transaction(lambda: self.insert_sync(alerts)))
 
-        def write() -> list[AlertRow]:
-            ids = []
-            for alert in alerts:
-                ids.append(table.insert_alert(self.store, alert))
-                self.store.append_audit(alert.trace_id, "engine", "alert.raised",
-                                        {"kind": alert.kind, "agent": alert.agent_id, "message": alert.message,
-                                         "alert": ids[-1]})
-            return [table.get_alert(self.store, i) for i in ids]
-        return self.marked_sync(self.store.transaction(write))
+    def insert_sync(self, alerts: Iterable[NewAlert]) -> list[AlertRow]:
+        """Inside the caller's transaction: stores and audits (alert.raised) each alert (not marked muted)."""
+        ids = []
+        for alert in alerts:
+            ids.append(table.insert_alert(self.store, alert))
+            self.store.append_audit(alert.trace_id, "engine", "alert.raised",
+                                    {"kind": alert.kind, "agent": alert.agent_id, "message": alert.message,
+                                     "alert": ids[-1]})
+        return [table.get_alert(self.store, i) for i in ids]
 
     async def record(self, alerts: Iterable[NewAlert]) -> tuple[AlertRow, ...]:
         return await self._call(self.record_sync, list(alerts))

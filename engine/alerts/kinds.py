@@ -34,6 +34,7 @@ class AlertKind(str, enum.Enum):
     CONSENSUS_FAILED = "consensus_failed"      # no answer because the generators or retrievers did not agree
     QUORUM_LOST = "quorum_lost"                # too few retrievers or generators answered (engine.participation)
     JUDGE_MISREADS = "judge_misreads"          # a judge misread its canaries or could not answer them
+    REVIEW_OVERDUE = "review_overdue"          # an answer waited in the approval queue past its tier's SLA
 
 
 class Severity(str, enum.Enum):
@@ -80,6 +81,9 @@ KINDS: Mapping[AlertKind, KindInfo] = MappingProxyType({
         "quorum lost", Severity.WARNING,
         "Too few retrievers or generators answered for the tier's quorum; the engine went on with those it had "
         "and said so in the answer's reason."),
+    AlertKind.REVIEW_OVERDUE: KindInfo(
+        "review overdue", Severity.WARNING,
+        "An answer has waited in the approval queue longer than its tier's service-level time; it sorts first."),
     AlertKind.SCORE_DROP: KindInfo(
         "score drop", Severity.WARNING, "The agent lost much of its score on one question."),
     AlertKind.BEHAVIOUR_SHIFT: KindInfo(

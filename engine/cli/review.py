@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from .common import add_db_option, default_operator, store_of
@@ -116,7 +117,7 @@ def review_item_json(item) -> dict:
             "verdict": item.verdict.value, "answer": item.answer_text, "status": item.status.value, "why": item.why,
             "created_at": item.created_at, "decided_by": item.decided_by or None, "reason": item.reason or None,
             "note": item.note or None, "decided_at": item.decided_at, "claimed_by": item.claimed_by or None,
-            "claimed_until": item.claimed_until,
+            "claimed_until": item.claimed_until, "due_at": item.due_at,
             "candidates": [{"agent_id": c.agent_id, "answer": c.answer, "support_rate": c.support_rate}
                            for c in item.candidates_summary]}
 
@@ -141,3 +142,7 @@ def print_review_items(items, status: str, as_json: bool) -> None:
             print(f"      {decision_line(item)}")
         elif item.claimed_by:
             print(f"      claim : {quoted(item.claimed_by)} until {_clock(item.claimed_until)} (free after that)")
+        if item.pending and item.due_at is not None:
+            late = time.time() - item.due_at
+            print(f"      due   : {'OVERDUE since' if late > 0 else 'by'} {_clock(item.due_at)} "
+                  f"({int(abs(late) // 60)} min {'ago' if late > 0 else 'from now'})")

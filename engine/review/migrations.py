@@ -17,9 +17,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     CREATE INDEX approvals_status ON approvals(status, created_at);
     """),
     # claims (engine.review.queue): an operator holds a pending item for a lease, so a team does not review
-    # the same answer twice; a claim whose lease ran out is free to take (a desk that died loses it).
+    # the same answer twice; a claim whose lease ran out is free to take (a desk that died loses it). due_at:
+    # when the item is overdue by its tier's service-level time (older items: none); overdue_at: when the one
+    # alert that says so was raised.
     Migration(9, """
     ALTER TABLE approvals ADD COLUMN claimed_by TEXT;
     ALTER TABLE approvals ADD COLUMN claimed_until REAL;
+    ALTER TABLE approvals ADD COLUMN due_at REAL;
+    ALTER TABLE approvals ADD COLUMN overdue_at REAL;
+    CREATE INDEX approvals_due ON approvals(status, due_at);
     """),
 )

@@ -16,7 +16,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from ..alerts.book import AlertBook
+from ..alerts.kinds import AlertKind
+from ..alerts.row import AlertRow, NewAlert
 from ..errors import InputError
+from ..settings.review import ReviewSettings
 from ..store.db import NO_LIMIT, Store
 from ..types import RiskTier, Verdict, to_jsonable
 from ..answer import Answer
@@ -53,6 +57,10 @@ class ReviewItem:
     payload: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)   # the whole Answer as JSON
     claimed_by: str = ""                       # who holds the item (a pending one), until claimed_until
     claimed_until: float | None = None
+    due_at: float | None = None                # overdue after this, by its tier's service-level time ([review])
+
+    def overdue(self, now: float) -> bool:
+        return self.pending and self.due_at is not None and now > self.due_at
 
     @property
     def pending(self) -> bool:
@@ -106,7 +114,7 @@ class DecisionOutcome:
 
 
 _COLUMNS = ("id", "trace_id", "question", "tier", "verdict", "status", "why", "created_at", "payload",
-            "decided_by", "reason", "note", "decided_at", "claimed_by", "claimed_until")
+            "decided_by", "reason", "note", "decided_at", "claimed_by", "claimed_until", "due_at")
 CLAIM_LEASE_S = 900.0       # how long a claim holds an item unless its operator decides, lets go or claims again
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM approvals"
 # Pending first, oldest first (a queue); then decisions, newest first.
@@ -124,12 +132,17 @@ def _item(row: Sequence[Any]) -> ReviewItem:
                       answer_text=str(payload.get("answer", "")), candidates_summary=candidates_from_payload(payload),
                       decided_by=values["decided_by"] or "", reason=values["reason"] or "", note=values["note"] or "",
                       decided_at=values["decided_at"], payload=payload, claimed_by=values["claimed_by"] or "",
-                      claimed_until=values["claimed_until"])
+                      claimed_until=values["claimed_until"], due_at=values["due_at"])
 
 
 def _decided(item: ReviewItem) -> InputError:
     return InputError(f"review item #{item.id} was already {item.status.value} by {item.decided_by} "
                       f"({item.reason}); a decision is final")
+
+
+def _duration(seconds: float) -> str:
+    minutes = int(max(0.0, seconds) // 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _clock_time(at: float | None) -> str:
@@ -148,8 +161,9 @@ def _item_id(item_id: Any) -> int:
 class ReviewQueue:
     """The queue on an open Store; every method runs on the store's thread."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, settings: ReviewSettings = ReviewSettings()) -> None:
         self._store = store
+        self.settings = settings
 
     # --- writes ----------------------------------------------------------------------------
     async def enqueue(self, answer: Answer, why: str) -> int:
@@ -170,10 +184,12 @@ class ReviewQueue:
         existing = store.execute("SELECT id FROM approvals WHERE trace_id = ?", (answer.trace_id,)).fetchone()
         if existing:
             return existing[0]
+        now = store.clock()
         item_id = store.insert(
-            "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload) "
-            "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
-            (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, why, store.clock(), payload))
+            "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload, due_at) "
+            "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, why, now, payload,
+             now + self.settings.sla_s(answer.tier)))
         store.append_audit(answer.trace_id, "engine", "review.enqueued",
                            {"id": item_id, "why": why, "tier": answer.tier.value, "verdict": answer.verdict.value})
         return item_id
@@ -270,6 +286,29 @@ class ReviewQueue:
         if not item.pending:
             raise _decided(item)
         return item
+
+    def raise_overdue_sync(self, book: AlertBook) -> list[AlertRow]:
+        """On the store's thread: one `review_overdue` alert for each pending item that waited past its tier's
+        service-level time and has none yet. The item is marked in the alert's own transaction, so of many
+        desks looking at once only one raises it."""
+        store = self._store
+        now = store.clock()
+        found = [_item(r) for r in store.execute(
+            f"{_SELECT} WHERE status = 'pending' AND due_at < ? AND overdue_at IS NULL ORDER BY due_at", [now])]
+        raised: list[AlertRow] = []
+        for item in found:
+            def mark(item: ReviewItem = item) -> list[AlertRow]:
+                taken = store.execute("UPDATE approvals SET overdue_at = ? WHERE id = ? AND overdue_at IS NULL "
+                                      "AND status = 'pending'", (now, item.id)).rowcount
+                if taken != 1:          # decided, or another desk said it first
+                    return []
+                late = _duration(now - (item.due_at or now) + self.settings.sla_s(item.tier))
+                return book.insert_sync([NewAlert(
+                    AlertKind.REVIEW_OVERDUE.value, "", f"review item #{item.id} ({item.tier.value} risk) has "
+                    f"waited {late} for an operator, past its tier's {_duration(self.settings.sla_s(item.tier))}",
+                    item.trace_id, now)])
+            raised += store.transaction(mark)
+        return raised
 
     # --- reads -----------------------------------------------------------------------------
     async def get(self, item_id: int) -> ReviewItem | None:

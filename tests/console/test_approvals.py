@@ -175,7 +175,7 @@ def test_high_risk_question_lands_in_the_panel_and_is_rejected_with_an_audit_eve
     assert answer.tier is RiskTier.HIGH and "Phobos" in answer.answer
     assert window.dock_title("approvals") == "Approvals (2 pending)"
     row = panel.model.row_of(2)
-    assert row == 1                                          # after the earlier pending item
+    assert row == 0          # before the earlier medium-risk item: its 30 minutes fall due before that one's 4 hours
     item = panel.model.record(row)
     assert (item.trace_id, item.status, item.why) == (answer.trace_id, ReviewStatus.PENDING, "high-risk question")
 

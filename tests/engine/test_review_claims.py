@@ -120,3 +120,26 @@ def test_review_claim_on_the_command_line(tmp_path):
     assert refused.returncode == 2 and "claimed by alice" in refused.stderr
     let_go = main("unclaim", str(item_id), "--operator", "alice")
     assert let_go.returncode == 0 and "free to claim" in let_go.stdout
+
+
+async def test_an_item_past_its_tiers_sla_raises_one_alert_however_many_desks_look(store_target):
+    from engine.alerts.book import AlertBook
+    from engine.settings.review import ReviewSettings
+    clock = Clock()
+    stores = [Store(store_target, MIGRATIONS, clock=clock) for _ in range(2)]
+    for store in stores:
+        await store.open()
+    sla = ReviewSettings(sla_high_s=600.0)
+    queues = [ReviewQueue(store, sla) for store in stores]
+    item_id = await queues[0].enqueue(make_answer(), "high-risk question")
+    assert (await queues[0].get(item_id)).due_at == 1600.0
+    assert await stores[0].call(queues[0].raise_overdue_sync, AlertBook(stores[0])) == []
+    clock.now += 601
+    assert (await queues[0].get(item_id)).overdue(clock.now)
+    raised = [await store.call(queue.raise_overdue_sync, AlertBook(store)) for store, queue in zip(stores, queues)]
+    assert [len(r) for r in raised] == [1, 0]
+    alert = raised[0][0]
+    assert alert.kind == "review_overdue" and f"review item #{item_id} (high risk) has waited 10 min" in alert.message
+    assert await stores[1].call(queues[1].raise_overdue_sync, AlertBook(stores[1])) == []
+    for store in stores:
+        await store.aclose()
