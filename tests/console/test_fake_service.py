@@ -117,3 +117,21 @@ def test_the_store_banner_comes_when_the_team_store_goes_and_leaves_when_it_is_b
     session.engine.emit(StoreLink(True, "reached again", 2.0))
     assert not window.store_banner.isVisible()
     assert session.errors == []
+
+
+def test_select_all_takes_only_the_items_the_filters_show(qtbot, qasync_loop, tmp_path):
+    from PySide6.QtCore import Qt
+    from console.panels.approvals_model import ReviewFilter, StatusFilter
+    from engine import RiskTier
+    items = [recorded.review_item(1), recorded.review_item(2, tier=RiskTier.MEDIUM), recorded.review_item(3)]
+    session = fake_service(qtbot, FakeEngine(recorded.fleet_views(tmp_path), reviews=items))
+    window = MainWindow(session.service)
+    qtbot.addWidget(window)
+    panel = window.approvals_panel
+    panel.reload()
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 3, timeout=2_000)
+    panel.set_review_filter(ReviewFilter(StatusFilter.PENDING, tier=RiskTier.HIGH))
+    panel.table.setFocus()
+    qtbot.keyClick(panel.table, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    assert sorted(i.id for i in panel.selected_items()) == [1, 3]
+    assert panel.approve_button.text() == "Approve 2…"
