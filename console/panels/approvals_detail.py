@@ -230,7 +230,9 @@ def item_html(item: ReviewItem, now: float | None = None) -> str:
     verdict = style.VERDICT_LABELS[item.verdict]
     parts = [f"<h3 style='margin:0'>#{item.id} · {toned(tone, html_text(item.status.value))} · "
              f"{toned('bad', 'high risk') if item.tier is RiskTier.HIGH else html_text(item.tier.value) + ' risk'}</h3>",
-             f"<p style='margin-top:4px'><b>Question:</b> {html_text(item.question)}</p>",
+             f"<p style='margin-top:4px'><b>Question:</b> {html_text(item.question)}"
+             + (f" {muted(f'(asked {item.asked_times} times while it waited: one decision for all)')}"
+                if item.asked_times > 1 else "") + "</p>",
              f"<p><b>Answer:</b> {html_text(answer_cell(item))}<br>"
              f"{muted(html_text(verdict) + ': ' + html_text(item.answer_reason or '—'))}</p>",
              f"<p><b>Waits because:</b> {html_text(item.why)}<br>"

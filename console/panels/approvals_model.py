@@ -88,7 +88,9 @@ def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
                tooltip=lambda i: decision_text(i, clock())),
         Column("Tier", lambda i: i.tier.value,
                foreground=lambda i: style.tones().bad if i.tier is RiskTier.HIGH else None),
-        Column("Question", lambda i: i.question, tooltip=lambda i: i.question),
+        Column("Question", lambda i: i.question if i.asked_times < 2 else f"{i.question} (×{i.asked_times})",
+               tooltip=lambda i: i.question if i.asked_times < 2 else
+               f"{i.question}\nasked {i.asked_times} times while it waited: one decision for all"),
         Column("Answer / verdict", answer_cell,
                tooltip=lambda i: f"{answer_cell(i)}\n{style.VERDICT_LABELS[i.verdict]}: {i.answer_reason}".strip()),
         Column("Why", lambda i: i.why, tooltip=lambda i: i.why),

@@ -138,6 +138,8 @@ def print_review_items(items, status: str, as_json: bool) -> None:
         print(f"#{item.id:<4} {item.status.value:<8} {item.tier.value:<6} {created}  {quoted(item.question)}")
         print(f"      answer: {answer}")
         print(f"      why   : {quoted(item.why)}")
+        if item.asked_times > 1:
+            print(f"      asked : {item.asked_times} times while it waited (one decision for all)")
         if not item.pending:
             print(f"      {decision_line(item)}")
         elif item.claimed_by:

@@ -19,12 +19,19 @@ MIGRATIONS: tuple[Migration, ...] = (
     # claims (engine.review.queue): an operator holds a pending item for a lease, so a team does not review
     # the same answer twice; a claim whose lease ran out is free to take (a desk that died loses it). due_at:
     # when the item is overdue by its tier's service-level time (older items: none); overdue_at: when the one
-    # alert that says so was raised.
+    # alert that says so was raised. question_key: the question as asked again (engine.review.queue.question_key):
+    # the same question on the same tier while its item waits joins that item (review_joins: which answers did).
     Migration(9, """
     ALTER TABLE approvals ADD COLUMN claimed_by TEXT;
     ALTER TABLE approvals ADD COLUMN claimed_until REAL;
     ALTER TABLE approvals ADD COLUMN due_at REAL;
     ALTER TABLE approvals ADD COLUMN overdue_at REAL;
+    ALTER TABLE approvals ADD COLUMN question_key TEXT;
+    ALTER TABLE approvals ADD COLUMN asked_times INTEGER NOT NULL DEFAULT 1;
     CREATE INDEX approvals_due ON approvals(status, due_at);
+    CREATE INDEX approvals_question ON approvals(question_key, status);
+    CREATE TABLE review_joins (trace_id TEXT PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES approvals(id),
+        at REAL NOT NULL);
+    CREATE INDEX review_joins_item ON review_joins(item_id);
     """),
 )

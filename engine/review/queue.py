@@ -58,6 +58,7 @@ class ReviewItem:
     claimed_by: str = ""                       # who holds the item (a pending one), until claimed_until
     claimed_until: float | None = None
     due_at: float | None = None                # overdue after this, by its tier's service-level time ([review])
+    asked_times: int = 1                       # the same question asked again while this waited joined it
 
     def overdue(self, now: float) -> bool:
         return self.pending and self.due_at is not None and now > self.due_at
@@ -114,7 +115,7 @@ class DecisionOutcome:
 
 
 _COLUMNS = ("id", "trace_id", "question", "tier", "verdict", "status", "why", "created_at", "payload",
-            "decided_by", "reason", "note", "decided_at", "claimed_by", "claimed_until", "due_at")
+            "decided_by", "reason", "note", "decided_at", "claimed_by", "claimed_until", "due_at", "asked_times")
 CLAIM_LEASE_S = 900.0       # how long a claim holds an item unless its operator decides, lets go or claims again
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM approvals"
 # Pending first, oldest first (a queue); then decisions, newest first.
@@ -132,12 +133,20 @@ def _item(row: Sequence[Any]) -> ReviewItem:
                       answer_text=str(payload.get("answer", "")), candidates_summary=candidates_from_payload(payload),
                       decided_by=values["decided_by"] or "", reason=values["reason"] or "", note=values["note"] or "",
                       decided_at=values["decided_at"], payload=payload, claimed_by=values["claimed_by"] or "",
-                      claimed_until=values["claimed_until"], due_at=values["due_at"])
+                      claimed_until=values["claimed_until"], due_at=values["due_at"],
+                      asked_times=values["asked_times"])
 
 
 def _decided(item: ReviewItem) -> InputError:
     return InputError(f"review item #{item.id} was already {item.status.value} by {item.decided_by} "
                       f"({item.reason}); a decision is final")
+
+
+def question_key(question: str, tier: RiskTier) -> str:
+    """The same question on the same tier, however it was cased and spaced ("What are the moons of Mars?" and
+    "what are the moons of  mars")."""
+    words = " ".join(question.casefold().split()).rstrip(" ?!.")
+    return f"{tier.value}:{words}"
 
 
 def _duration(seconds: float) -> str:
@@ -181,15 +190,27 @@ class ReviewQueue:
 
     def _insert(self, answer: Answer, why: str, payload: str) -> int:
         store = self._store
-        existing = store.execute("SELECT id FROM approvals WHERE trace_id = ?", (answer.trace_id,)).fetchone()
+        existing = store.execute("SELECT id FROM approvals WHERE trace_id = ? UNION "
+                                 "SELECT item_id FROM review_joins WHERE trace_id = ?",
+                                 (answer.trace_id, answer.trace_id)).fetchone()
         if existing:
             return existing[0]
         now = store.clock()
+        key = question_key(answer.question, answer.tier)
+        waiting = store.execute("SELECT id FROM approvals WHERE question_key = ? AND status = 'pending' "
+                                "ORDER BY id LIMIT 1", (key,)).fetchone()
+        if waiting:                 # asked again while its item waits: one item, one decision, for both answers
+            store.execute("UPDATE approvals SET asked_times = asked_times + 1 WHERE id = ?", (waiting[0],))
+            store.execute("INSERT INTO review_joins (trace_id, item_id, at) VALUES (?, ?, ?)",
+                          (answer.trace_id, waiting[0], now))
+            store.append_audit(answer.trace_id, "engine", "review.joined",
+                               {"id": waiting[0], "why": why, "verdict": answer.verdict.value})
+            return int(waiting[0])
         item_id = store.insert(
-            "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload, due_at) "
-            "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload, due_at, "
+            "question_key) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
             (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, why, now, payload,
-             now + self.settings.sla_s(answer.tier)))
+             now + self.settings.sla_s(answer.tier), key))
         store.append_audit(answer.trace_id, "engine", "review.enqueued",
                            {"id": item_id, "why": why, "tier": answer.tier.value, "verdict": answer.verdict.value})
         return item_id
@@ -320,6 +341,9 @@ class ReviewQueue:
 
     def _one_sync(self, column: str, value: Any) -> ReviewItem | None:
         row = self._store.execute(f"{_SELECT} WHERE {column} = ?", (value,)).fetchone()
+        if row is None and column == "trace_id":     # an answer that joined the item of the same question
+            row = self._store.execute(f"{_SELECT} WHERE id = (SELECT item_id FROM review_joins WHERE trace_id = ?)",
+                                      (value,)).fetchone()
         return _item(row) if row else None
 
     async def pending(self) -> list[ReviewItem]:

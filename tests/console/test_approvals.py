@@ -38,8 +38,9 @@ def queued_items(db_path) -> list[ReviewItem]:
         store = Store(db_path, MIGRATIONS)
         await store.open()
         queue = ReviewQueue(store)
-        for n in (1, 2, 3):
-            await queue.enqueue(make_answer(trace_id=f"t{n}"), "high-risk question")
+        for n in (1, 2, 3):        # three questions (asked again while waiting, one would join the other's item)
+            answer = make_answer(trace_id=f"t{n}")
+            await queue.enqueue(dataclasses.replace(answer, question=f"{answer.question} ({n})"), "high-risk question")
         await queue.decide(3, False, "alice", "other", "three moons? <b>no</b>")
         items = await queue.items()
         await store.aclose()
@@ -63,7 +64,7 @@ def test_review_model_passes_qt_model_tester_and_keeps_queue_order(qtmodeltester
     assert [text(model, r, "#") for r in range(2)] == ["1", "3"]
     assert text(model, 0, "Status") == "pending" and text(model, 1, "Status") == "rejected"
     assert text(model, 0, "Tier") == "high" and text(model, 0, "Why") == "high-risk question"
-    assert text(model, 0, "Question") == "What are the moons of Mars?"
+    assert text(model, 0, "Question") == "What are the moons of Mars? (1)"
     assert text(model, 0, "Answer / verdict") == "Mars has two moons, Phobos and Deimos."
     tooltip = model.data(model.index(1, COLUMN["Status"]), Qt.ItemDataRole.ToolTipRole)
     assert tooltip == untrusted.tooltip("rejected by alice: other — three moons? <b>no</b>")     # shown literally

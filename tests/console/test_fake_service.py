@@ -135,3 +135,17 @@ def test_select_all_takes_only_the_items_the_filters_show(qtbot, qasync_loop, tm
     qtbot.keyClick(panel.table, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
     assert sorted(i.id for i in panel.selected_items()) == [1, 3]
     assert panel.approve_button.text() == "Approve 2…"
+
+
+def test_a_question_asked_again_shows_on_its_waiting_item(qtbot, qasync_loop, tmp_path):
+    import dataclasses
+    joined = dataclasses.replace(recorded.review_item(1), asked_times=3)
+    session = fake_service(qtbot, FakeEngine(recorded.fleet_views(tmp_path), reviews=[joined]))
+    window = MainWindow(session.service)
+    qtbot.addWidget(window)
+    panel = window.approvals_panel
+    panel.reload()
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 1, timeout=2_000)
+    assert panel.proxy.index(0, 3).data().endswith("(×3)")
+    panel.select_item(1)
+    assert "asked 3 times while it waited: one decision for all" in panel.detail.toPlainText()

@@ -30,7 +30,9 @@ MOONS = "Mars has two small moons, Phobos and Deimos."
 
 
 def make_answer(trace_id: str = "t-high", tier: RiskTier = RiskTier.HIGH, verdict: Verdict = Verdict.ANSWERED,
-                asked_at: float = 100.0) -> Answer:
+                asked_at: float = 100.0, question: str = "What are the moons of Mars?") -> Answer:
+    """An answer to `question` (the same question asked again while its item waits joins that item: tests that
+    want items of their own ask questions of their own)."""
     honest = Generation(MOONS, ("the passage names both moons",), (Claim(MOONS, ("mars-moons#0",)),), 0.9)
     liar = Generation("Mars has three moons.", (), (Claim("Mars has a third moon, Nyx.", ("survey#0",)),), 0.7)
     candidates = (
@@ -39,7 +41,7 @@ def make_answer(trace_id: str = "t-high", tier: RiskTier = RiskTier.HIGH, verdic
         Candidate("gen-liar", liar, (ClaimCheck(liar.claims[0], False, 0.2, "cites a passage not in the context",
                                                 ClaimLabel.NOT_ENOUGH, 0.8),), 0.0, (), 0.1),
     )
-    return Answer(trace_id=trace_id, question="What are the moons of Mars?", tier=tier, verdict=verdict,
+    return Answer(trace_id=trace_id, question=question, tier=tier, verdict=verdict,
                   answer=MOONS if verdict is Verdict.ANSWERED else "", reason="supported by 100% of its claims",
                   citations=(Citation("mars-moons#0", "Encyclopedia", "Moons of Mars", MOONS),),
                   agents=(AgentOutcome("gen-a", Role.GENERATOR, CallStatus.OK, 20.0, n_items=1),),
@@ -104,7 +106,7 @@ async def test_enqueue_is_idempotent_per_trace_id_and_audited_once(store, queue)
     first = await queue.enqueue(answer, needs_review(answer))
     assert await queue.enqueue(answer, needs_review(answer)) == first
     assert await queue.enqueue(dataclasses.replace(answer, answer="changed"), "again") == first
-    other = await queue.enqueue(make_answer("t-other"), "high-risk question")
+    other = await queue.enqueue(make_answer("t-other", question="Which moon of Mars is larger?"), "high-risk question")
     assert other != first
 
     items = await queue.pending()
@@ -132,7 +134,7 @@ async def test_enqueue_is_idempotent_per_trace_id_and_audited_once(store, queue)
 
 async def test_approve_and_reject_with_listed_reasons_are_final_and_audited(store, queue):
     a = await queue.enqueue(make_answer("t-a"), "high-risk question")
-    b = await queue.enqueue(make_answer("t-b"), "high-risk question")
+    b = await queue.enqueue(make_answer("t-b", question="Which moon of Mars is larger?"), "high-risk question")
 
     approved = await queue.decide(a, True, "alice", "verified against the cited sources")
     assert approved.status is ReviewStatus.APPROVED and approved.id == a
@@ -219,7 +221,7 @@ async def test_items_survive_a_restart_with_their_payload_intact(db_path):
     await store.open()
     queue = ReviewQueue(store)
     kept = await queue.enqueue(answer, "high-risk question")
-    decided = await queue.enqueue(make_answer("t-2"), "high-risk question")
+    decided = await queue.enqueue(make_answer("t-2", question="Which moon of Mars is larger?"), "high-risk question")
     await queue.decide(decided, False, "carol", "insufficient evidence", "only one source")
     await store.aclose()
 
@@ -269,7 +271,7 @@ async def test_review_commands_list_approve_and_reject_with_exit_codes(db_path, 
     store = Store(db_path, MIGRATIONS)
     await store.open()
     queue = ReviewQueue(store)
-    first = await queue.enqueue(make_answer("t-1"), "high-risk question")
+    first = await queue.enqueue(make_answer("t-1", question="Which moon of Mars is larger?"), "high-risk question")
     second = await queue.enqueue(make_answer("t-2", RiskTier.MEDIUM, Verdict.ABSTAINED),
                                  "no consistent conclusion on a medium-risk question")
     await store.aclose()

@@ -33,7 +33,8 @@ def audit_rows(store: Store) -> list[dict]:
 def with_context(trace_id: str):
     """make_answer with the safe context the generators saw, so a decision has retrievers to count."""
     context = (ContextChunk(Chunk("mars-moons#0", MOONS, "Encyclopedia"), 0.05, ("ret-e5", "ret-bm25")),)
-    return dataclasses.replace(make_answer(trace_id), context=context)
+    return dataclasses.replace(make_answer(trace_id, question=f"What are the moons of Mars? ({trace_id})"),
+                               context=context)
 
 
 @pytest.fixture

@@ -143,3 +143,21 @@ async def test_an_item_past_its_tiers_sla_raises_one_alert_however_many_desks_lo
     assert await stores[1].call(queues[1].raise_overdue_sync, AlertBook(stores[1])) == []
     for store in stores:
         await store.aclose()
+
+
+async def test_the_same_question_asked_again_while_its_item_waits_joins_that_item(desk):
+    from engine import RiskTier
+    queue, item_id, clock, store = desk
+    again = await queue.enqueue(make_answer("t-again"), "high-risk question")
+    spaced = make_answer("t-spaced")
+    spaced = spaced.__class__(**{**spaced.__dict__, "question": "  what are the moons of   MARS "})
+    assert again == item_id and await queue.enqueue(spaced, "high-risk question") == item_id
+    item = await queue.item_for("t-again")
+    assert item.id == item_id and item.asked_times == 3 and item.trace_id == "t-high"
+    assert await queue.enqueue(make_answer("t-again"), "high-risk question") == item_id     # idempotent per trace
+    assert (await queue.get(item_id)).asked_times == 3
+    other_tier = await queue.enqueue(make_answer("t-medium", tier=RiskTier.MEDIUM), "no consistent conclusion")
+    assert other_tier != item_id
+    await queue.decide(item_id, True, "alice", "verified against the cited sources")
+    assert await queue.enqueue(make_answer("t-later"), "high-risk question") not in (item_id, other_tier)
+    assert [t for _, t in audit_types(store)].count("review.joined") == 2

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def answer(trace_id: str) -> Answer:
-    return Answer(trace_id=trace_id, question="What are the moons of Mars?", tier=RiskTier.HIGH,
+    return Answer(trace_id=trace_id, question=f"What are the moons of Mars? ({trace_id})", tier=RiskTier.HIGH,
                   verdict=Verdict.ANSWERED, answer="Phobos and Deimos.", reason="r", citations=(),
                   agents=(AgentOutcome("ret-a", Role.RETRIEVER, CallStatus.OK, 12.0, "", 3),),
                   context=(), candidates=(), timings_ms={}, asked_at=1700000000.5)
