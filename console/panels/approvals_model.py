@@ -64,12 +64,31 @@ def claim_text(item: ReviewItem, now: float) -> str:
     return f"claimed by {holder} until {datetime.datetime.fromtimestamp(item.claimed_until).strftime('%H:%M')}"
 
 
+def progress_text(item: ReviewItem) -> str:
+    """A pending item's approvals toward its quorum ("" when it needs one and has none)."""
+    if not item.pending or item.quorum < 2:
+        return ""
+    who = f" ({', '.join(item.approvals)})" if item.approvals else ""
+    return f"{len(item.approvals)} of {item.quorum} approvals{who}"
+
+
 def decision_text(item: ReviewItem, now: float | None = None) -> str:
     if item.pending:
-        claim = claim_text(item, time.time() if now is None else now)
-        return f"waiting for an operator; {claim}" if claim else "waiting for an operator"
+        parts = ["waiting for an operator", progress_text(item),
+                 claim_text(item, time.time() if now is None else now)]
+        return "; ".join(p for p in parts if p)
     note = f" — {item.note}" if item.note else ""
     return f"{item.status.value} by {item.decided_by}: {item.reason}{note}"
+
+
+def status_cell(item: ReviewItem, now: float) -> str:
+    """"pending", "pending · 1/2" (approvals toward its quorum), "pending · alice" (who holds it), or a decision."""
+    parts = [item.status.value]
+    if item.pending and item.quorum > 1:
+        parts.append(f"{len(item.approvals)}/{item.quorum}")
+    if item.holder(now):
+        parts.append(item.holder(now))
+    return " · ".join(parts)
 
 
 def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
@@ -83,7 +102,7 @@ def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
 
     return (
         Column("#", lambda i: str(i.id), align=RIGHT, bold=lambda i: i.pending),
-        Column("Status", lambda i: f"{i.status.value} · {i.holder(clock())}" if i.holder(clock()) else i.status.value,
+        Column("Status", lambda i: status_cell(i, clock()),
                foreground=lambda i: style.tone(STATUS_TONES[i.status]), bold=lambda i: True,
                tooltip=lambda i: decision_text(i, clock())),
         Column("Tier", lambda i: i.tier.value,

@@ -78,7 +78,7 @@ async def _review_run(args, path: StoreTarget) -> int:
     store = Store(path, MIGRATIONS)
     await store.open()
     try:
-        queue = ReviewQueue(store)
+        queue = ReviewQueue(store, load_settings(getattr(args, "settings", None)).review)
         if args.review_action == "list":
             items = await queue.items(args.status, limit=None)
             print_review_items(items, args.status, args.json)
@@ -89,6 +89,10 @@ async def _review_run(args, path: StoreTarget) -> int:
                                                 if item.claimed_by else "is free to claim"))
             return ExitCode.OK
         item = await queue.decide(args.id, args.review_action == "approve", args.operator, args.reason, args.note)
+        if item.pending:            # counted toward the item's quorum of approvals; it still waits
+            print(f"Review item #{item.id}: approval {len(item.approvals)} of {item.quorum} counted "
+                  f"({', '.join(item.approvals)}); it waits for another operator")
+            return ExitCode.OK
         # The agents behind the answer gain or lose by the decision, as they do when it is made in the console.
         keeper = ReputationKeeper(store, load_settings(getattr(args, "settings", None)).reputation)
         await keeper.load(())

@@ -38,7 +38,8 @@ class ReviewsFacade:
     async def decide(self, item_id: int, approve: bool, operator: str, reason: str, note: str = "") -> ReviewItem:
         """An operator's decision on a waiting answer; the agents behind the answer gain or lose by it."""
         item = await self._queue.decide(item_id, approve, operator, reason, note)
-        await self._changed(await self._keeper.after_decision(DecidedAnswer.from_payload(item.payload), approve))
+        if not item.pending:        # an approval counted toward a quorum decides nothing yet
+            await self._changed(await self._keeper.after_decision(DecidedAnswer.from_payload(item.payload), approve))
         return item
 
     async def decide_many(self, item_ids: Iterable[int], approve: bool, operator: str, reason: str,

@@ -33,5 +33,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     CREATE TABLE review_joins (trace_id TEXT PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES approvals(id),
         at REAL NOT NULL);
     CREATE INDEX review_joins_item ON review_joins(item_id);
+    ALTER TABLE approvals ADD COLUMN asked_by TEXT NOT NULL DEFAULT '';
+    ALTER TABLE review_joins ADD COLUMN asked_by TEXT NOT NULL DEFAULT '';
+    CREATE TABLE review_votes (item_id INTEGER NOT NULL REFERENCES approvals(id), operator TEXT NOT NULL,
+        reason TEXT NOT NULL, note TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (item_id, operator));
     """),
 )

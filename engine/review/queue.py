@@ -10,8 +10,10 @@ checked, on exactly what the fleet said, after any number of restarts.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import enum
+import getpass
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -59,6 +61,9 @@ class ReviewItem:
     claimed_until: float | None = None
     due_at: float | None = None                # overdue after this, by its tier's service-level time ([review])
     asked_times: int = 1                       # the same question asked again while this waited joined it
+    asked_by: str = ""                         # who asked (the desk's signed-in role, or its user)
+    approvals: tuple[str, ...] = ()            # operators who approved a pending item so far (toward its quorum)
+    quorum: int = 1                            # approvals by different operators it needs ([review] quorum_high)
 
     def overdue(self, now: float) -> bool:
         return self.pending and self.due_at is not None and now > self.due_at
@@ -115,7 +120,8 @@ class DecisionOutcome:
 
 
 _COLUMNS = ("id", "trace_id", "question", "tier", "verdict", "status", "why", "created_at", "payload",
-            "decided_by", "reason", "note", "decided_at", "claimed_by", "claimed_until", "due_at", "asked_times")
+            "decided_by", "reason", "note", "decided_at", "claimed_by", "claimed_until", "due_at", "asked_times",
+            "asked_by")
 CLAIM_LEASE_S = 900.0       # how long a claim holds an item unless its operator decides, lets go or claims again
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM approvals"
 # Pending first, oldest first (a queue); then decisions, newest first.
@@ -134,7 +140,7 @@ def _item(row: Sequence[Any]) -> ReviewItem:
                       decided_by=values["decided_by"] or "", reason=values["reason"] or "", note=values["note"] or "",
                       decided_at=values["decided_at"], payload=payload, claimed_by=values["claimed_by"] or "",
                       claimed_until=values["claimed_until"], due_at=values["due_at"],
-                      asked_times=values["asked_times"])
+                      asked_times=values["asked_times"], asked_by=values["asked_by"] or "")
 
 
 def _decided(item: ReviewItem) -> InputError:
@@ -199,18 +205,19 @@ class ReviewQueue:
         key = question_key(answer.question, answer.tier)
         waiting = store.execute("SELECT id FROM approvals WHERE question_key = ? AND status = 'pending' "
                                 "ORDER BY id LIMIT 1", (key,)).fetchone()
+        asker = store.signed_in or getpass.getuser()
         if waiting:                 # asked again while its item waits: one item, one decision, for both answers
             store.execute("UPDATE approvals SET asked_times = asked_times + 1 WHERE id = ?", (waiting[0],))
-            store.execute("INSERT INTO review_joins (trace_id, item_id, at) VALUES (?, ?, ?)",
-                          (answer.trace_id, waiting[0], now))
+            store.execute("INSERT INTO review_joins (trace_id, item_id, at, asked_by) VALUES (?, ?, ?, ?)",
+                          (answer.trace_id, waiting[0], now, asker))
             store.append_audit(answer.trace_id, "engine", "review.joined",
                                {"id": waiting[0], "why": why, "verdict": answer.verdict.value})
             return int(waiting[0])
         item_id = store.insert(
             "INSERT INTO approvals (trace_id, question, tier, verdict, status, why, created_at, payload, due_at, "
-            "question_key) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
+            "question_key, asked_by) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
             (answer.trace_id, answer.question, answer.tier.value, answer.verdict.value, why, now, payload,
-             now + self.settings.sla_s(answer.tier), key))
+             now + self.settings.sla_s(answer.tier), key, asker))
         store.append_audit(answer.trace_id, "engine", "review.enqueued",
                            {"id": item_id, "why": why, "tier": answer.tier.value, "verdict": answer.verdict.value})
         return item_id
@@ -229,10 +236,13 @@ class ReviewQueue:
         status = ReviewStatus.APPROVED if approve else ReviewStatus.REJECTED
 
         def write() -> ReviewItem:
+            # The item's row is this transaction's before its votes are read: two operators approving at once
+            # count one after the other (PostgreSQL holds the row; SQLite's BEGIN IMMEDIATE holds the file).
+            store.execute("UPDATE approvals SET status = status WHERE id = ?", (item_id,))
             row = store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()
             if row is None:
                 raise InputError(f"review item #{item_id} does not exist")
-            item = _item(row)
+            item = self._counted(_item(row))
             if not item.pending:
                 raise _decided(item)
             now = store.clock()
@@ -240,15 +250,33 @@ class ReviewQueue:
             if holder and holder != operator:
                 raise InputError(f"review item #{item_id} is claimed by {holder} until {_clock_time(item.claimed_until)}; "
                                  "it is theirs to decide until then")
+            if approve and store.target.shared and operator in self._askers(item):
+                raise InputError(f"review item #{item_id} answers a question {operator} asked; another operator "
+                                 "approves it")
+            if approve and item.quorum > 1:
+                if operator in item.approvals:
+                    raise InputError(f"{operator} already approved review item #{item_id}; it needs "
+                                     f"{item.quorum - len(item.approvals)} more approval(s) by other operators")
+                store.execute("INSERT INTO review_votes (item_id, operator, reason, note, at) VALUES (?, ?, ?, ?, ?)",
+                              (item_id, operator, reason, note, now))
+                approvers = (*item.approvals, operator)
+                if len(approvers) < item.quorum:        # one more step toward the quorum; the item still waits
+                    store.append_audit(item.trace_id, operator, "review.approval_counted",
+                                       {"id": item_id, "reason": reason, "note": note, "approvals": list(approvers),
+                                        "quorum": item.quorum})
+                    return self._counted(_item(store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()))
+                final_note = (f"{note} — " if note else "") + f"approved by {', '.join(approvers)}"
+            else:
+                final_note = note
             changed = store.execute("UPDATE approvals SET status = ?, decided_by = ?, reason = ?, note = ?, "
                                     "decided_at = ?, claimed_by = NULL, claimed_until = NULL "
                                     "WHERE id = ? AND status = 'pending'",
-                                    (status.value, operator, reason, note, now, item_id)).rowcount
+                                    (status.value, operator, reason, final_note, now, item_id)).rowcount
             if changed != 1:        # another desk decided it between our read and our write
                 raise _decided(_item(store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()))
             store.append_audit(item.trace_id, operator, f"review.{status.value}",
-                               {"id": item_id, "reason": reason, "note": note})
-            return _item(store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone())
+                               {"id": item_id, "reason": reason, "note": final_note})
+            return self._counted(_item(store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()))
         return store.transaction(write)
 
     async def claim(self, item_id: int, operator: str, lease_s: float = CLAIM_LEASE_S) -> ReviewItem:
@@ -299,11 +327,32 @@ class ReviewQueue:
             return self._pending_sync(item_id)
         return store.transaction(write)
 
+    def _askers(self, item: ReviewItem) -> set[str]:
+        """Who asked the question of this item: its first asker and everyone whose asking joined it."""
+        joined = {r[0] for r in self._store.execute("SELECT asked_by FROM review_joins WHERE item_id = ?", (item.id,))}
+        return {a for a in (item.asked_by, *joined) if a}
+
+    def _counted(self, item: ReviewItem) -> ReviewItem:
+        """The item with its quorum and, while it waits, the approvals counted toward it."""
+        return self._counted_all([item])[0]
+
+    def _counted_all(self, items: list[ReviewItem]) -> list[ReviewItem]:
+        team = self._store.target.shared
+        waiting = [i.id for i in items if i.pending]
+        votes: dict[int, list[str]] = {}
+        if waiting:
+            marks = ", ".join("?" for _ in waiting)
+            for item_id, operator in self._store.execute(
+                    f"SELECT item_id, operator FROM review_votes WHERE item_id IN ({marks}) ORDER BY at", waiting):
+                votes.setdefault(item_id, []).append(operator)
+        return [dataclasses.replace(i, quorum=self.settings.quorum(i.tier, team),
+                                    approvals=tuple(votes.get(i.id, ()))) for i in items]
+
     def _pending_sync(self, item_id: int) -> ReviewItem:
         row = self._store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()
         if row is None:
             raise InputError(f"review item #{item_id} does not exist")
-        item = _item(row)
+        item = self._counted(_item(row))
         if not item.pending:
             raise _decided(item)
         return item
@@ -344,7 +393,7 @@ class ReviewQueue:
         if row is None and column == "trace_id":     # an answer that joined the item of the same question
             row = self._store.execute(f"{_SELECT} WHERE id = (SELECT item_id FROM review_joins WHERE trace_id = ?)",
                                       (value,)).fetchone()
-        return _item(row) if row else None
+        return self._counted(_item(row)) if row else None
 
     async def pending(self) -> list[ReviewItem]:
         """Every pending item, oldest first."""
@@ -362,7 +411,7 @@ class ReviewQueue:
         where, args = ("WHERE status = ?", [status]) if status else ("", [])
         sql = f"{_SELECT} {where} {_ORDER} LIMIT ?"
         rows = self._store.execute(sql, [*args, NO_LIMIT if limit is None else int(limit)]).fetchall()
-        return [_item(row) for row in rows]
+        return self._counted_all([_item(row) for row in rows])
 
     async def counts(self) -> dict[str, int]:
         """{"pending": n, "approved": n, "rejected": n}."""

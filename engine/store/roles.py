@@ -16,7 +16,7 @@ TEAM_ROLES = (VIEWER, OPERATOR, ADMIN)
 
 # What a working desk writes as it answers and decides (the engine records every question, its agent calls,
 # the gateway's traces and the audit chain), and what its operator's decisions change.
-_OPERATOR_INSERTS = ("questions", "agent_calls", "audit", "approvals", "review_joins", "trust", "trust_history", "alerts",
+_OPERATOR_INSERTS = ("questions", "agent_calls", "audit", "approvals", "review_joins", "review_votes", "trust", "trust_history", "alerts",
                      "memory_entries", "memory_reads", "memory_snapshots", "trace_events", "gateway_decisions",
                      "tool_calls", "outbox")
 _OPERATOR_UPDATES = ("approvals", "trust", "alerts", "memory_entries", "tool_calls")

@@ -1,17 +1,25 @@
-"""Two desks on one PostgreSQL store, two processes: this desk's console (the real engine on the small fleet) and
-another desk's `main.py review approve`. The other desk approves; this desk's Approvals panel shows it, with no
-one refreshing (NOTIFY -> the engine's change feed -> StoreChanged -> the panel reads the queue again)."""
+"""Desks on one PostgreSQL store, in processes of their own: this desk's console (the real engine on the small
+fleet, signed in as the store's owner) asks a high-risk question; two other operators, each signed in as a role of
+their own, approve it with `main.py review approve`. A team's high tier asks two approvals: this desk's Approvals
+panel shows the first counted, then the decision, with no one refreshing (NOTIFY -> the engine's change feed ->
+StoreChanged -> the panel reads the queue again)."""
 from __future__ import annotations
 
+import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
+
+import psycopg
 
 from console.app import serve
 from console.main_window import MainWindow
 from console.service import EngineService, Phase
 from engine import Engine, load_fleet, load_settings
 from engine.review import ReviewStatus
+from engine.store.roles import OPERATOR
+from tests.conftest import TEST_PG
 
 from .helpers import agent_processes_alive
 
@@ -43,14 +51,32 @@ def test_a_decision_at_another_desk_reaches_this_desks_panel(qtbot, qasync_loop,
     item = panel.model.record(0)
     assert item.status is ReviewStatus.PENDING
 
-    other_desk = subprocess.run(
-        [sys.executable, "main.py", "review", "approve", str(item.id), "--reason", "verified against the cited sources",
-         "--db", postgres_schema], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert other_desk.returncode == 0, other_desk.stderr
+    assert (item.quorum, item.asked_by) == (2, "quorum")
+    password = secrets.token_hex(12)
+    names = [f"t_alice_{secrets.token_hex(3)}", f"t_bob_{secrets.token_hex(3)}"]
+    with psycopg.connect(TEST_PG, autocommit=True) as conn:
+        for name in names:
+            conn.execute(f"CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE {OPERATOR}")
+    try:
+        def approve_at_another_desk(role: str) -> None:
+            other_desk = subprocess.run(
+                [sys.executable, "main.py", "review", "approve", str(item.id), "--reason",
+                 "verified against the cited sources", "--db", postgres_schema.replace("//quorum@", f"//{role}@", 1)],
+                cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PGPASSWORD": password})
+            assert other_desk.returncode == 0, other_desk.stderr
 
-    qtbot.waitUntil(lambda: panel.model.record(panel.model.row_of(item.id)).status is ReviewStatus.APPROVED,
-                    timeout=SEEN_TIMEOUT_MS)
-    assert panel.model.record(panel.model.row_of(item.id)).decided_by == "quorum"
+        def shown():
+            return panel.model.record(panel.model.row_of(item.id))
+        approve_at_another_desk(names[0])
+        qtbot.waitUntil(lambda: shown().approvals == (names[0],), timeout=SEEN_TIMEOUT_MS)
+        assert shown().pending and panel.proxy.index(panel.proxy.row_of(item.id), 1).data() == "pending · 1/2"
+        approve_at_another_desk(names[1])
+        qtbot.waitUntil(lambda: shown().status is ReviewStatus.APPROVED, timeout=SEEN_TIMEOUT_MS)
+        assert shown().decided_by == names[1] and shown().note == f"approved by {names[0]}, {names[1]}"
+    finally:
+        with psycopg.connect(TEST_PG, autocommit=True) as conn:
+            for name in names:
+                conn.execute(f"DROP ROLE {name}")
 
     window.close()
     qtbot.waitUntil(run.done, timeout=START_TIMEOUT_MS)

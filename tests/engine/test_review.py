@@ -18,6 +18,7 @@ from engine.review import (APPROVE_REASONS, REJECT_REASONS, ReviewItem, ReviewQu
 from engine.events import ReviewEnqueued
 from engine.record import record_answer_sync
 from engine.schema import MIGRATIONS
+from engine.settings.review import ReviewSettings
 from engine.store.db import Store
 from engine.types import (AgentOutcome, CallStatus, Candidate, Citation, Claim, ClaimCheck, ClaimLabel, Generation,
                           Role)
@@ -66,7 +67,8 @@ async def store(store_target):
 
 @pytest.fixture
 def queue(store) -> ReviewQueue:
-    return ReviewQueue(store)
+    """One approval decides, on both stores (a team store's high tier asks two: test_review_claims.py)."""
+    return ReviewQueue(store, ReviewSettings(quorum_high=1))
 
 
 def audit_rows(store: Store) -> list[dict]:

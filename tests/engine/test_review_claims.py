@@ -9,9 +9,14 @@ import pytest
 
 from engine import InputError
 from engine.review import ReviewQueue
+from engine.settings.review import ReviewSettings
 from engine.schema import MIGRATIONS
 from engine.store.db import Store
 from tests.engine.test_review import make_answer
+
+
+# One approval decides on both stores (a team store's default asks two of the high tier: tested on its own below).
+ONE_APPROVAL = ReviewSettings(quorum_high=1)
 
 
 class Clock:
@@ -28,7 +33,7 @@ async def desk(store_target):
     clock = Clock()
     store = Store(store_target, MIGRATIONS, clock=clock)
     await store.open()
-    queue = ReviewQueue(store)
+    queue = ReviewQueue(store, ONE_APPROVAL)
     item_id = await queue.enqueue(make_answer(), "high-risk question")
     yield queue, item_id, clock, store
     await store.aclose()
@@ -77,7 +82,7 @@ def test_two_desks_deciding_one_item_at_once_make_one_decision(store_target):
     stores = [Store(store_target, MIGRATIONS) for _ in range(2)]
     for store in stores:
         store.open_sync()
-    first = ReviewQueue(stores[0])
+    first = ReviewQueue(stores[0], ONE_APPROVAL)
     item_id = stores[0].transaction(first.insert_in_transaction(make_answer(), "high-risk question"))
     outcomes: list[str] = []
     start = threading.Barrier(2)
@@ -85,7 +90,7 @@ def test_two_desks_deciding_one_item_at_once_make_one_decision(store_target):
     def decide(store: Store, who: str) -> None:
         start.wait()
         try:
-            ReviewQueue(store)._decide_sync(item_id, True, who, "verified against the cited sources", "")
+            ReviewQueue(store, ONE_APPROVAL)._decide_sync(item_id, True, who, "verified against the cited sources", "")
             outcomes.append("decided")
         except InputError as exc:
             outcomes.append(str(exc))
@@ -161,3 +166,33 @@ async def test_the_same_question_asked_again_while_its_item_waits_joins_that_ite
     await queue.decide(item_id, True, "alice", "verified against the cited sources")
     assert await queue.enqueue(make_answer("t-later"), "high-risk question") not in (item_id, other_tier)
     assert [t for _, t in audit_types(store)].count("review.joined") == 2
+
+
+async def test_a_high_risk_answer_on_a_team_store_needs_two_operators_and_not_its_asker(desk):
+    _, item_id, clock, store = desk
+    queue = ReviewQueue(store)                  # [review] quorum_high = 0: automatic
+    item = await queue.get(item_id)
+    if not store.target.shared:            # a desk's own file: one approval decides, the asker's own included
+        assert item.quorum == 1
+        decided = await queue.decide(item_id, True, item.asked_by, "verified against the cited sources")
+        assert decided.status.value == "approved"
+        return
+    assert (item.quorum, item.asked_by) == (2, "quorum")      # the role the store signed in as asked it
+    with pytest.raises(InputError, match="answers a question quorum asked; another operator approves it"):
+        await queue.decide(item_id, True, "quorum", "verified against the cited sources")
+    first = await queue.decide(item_id, True, "alice", "verified against the cited sources")
+    assert first.pending and first.approvals == ("alice",)
+    with pytest.raises(InputError, match="alice already approved review item"):
+        await queue.decide(item_id, True, "alice", "matches operator knowledge")
+    second = await queue.decide(item_id, True, "bob", "matches operator knowledge")
+    assert second.status.value == "approved" and second.note == "approved by alice, bob"
+    assert [t for _, t in audit_types(store)][-2:] == ["review.approval_counted", "review.approved"]
+
+
+async def test_one_rejection_ends_a_high_risk_item_whatever_its_quorum(desk):
+    _, item_id, clock, store = desk
+    queue = ReviewQueue(store)
+    if store.target.shared:
+        await queue.decide(item_id, True, "alice", "verified against the cited sources")
+    rejected = await queue.decide(item_id, False, "bob", "factually wrong")
+    assert rejected.status.value == "rejected" and rejected.decided_by == "bob"
