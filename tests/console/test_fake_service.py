@@ -149,3 +149,17 @@ def test_a_question_asked_again_shows_on_its_waiting_item(qtbot, qasync_loop, tm
     assert panel.proxy.index(0, 3).data().endswith("(×3)")
     panel.select_item(1)
     assert "asked 3 times while it waited: one decision for all" in panel.detail.toPlainText()
+
+
+def test_an_items_approvals_toward_its_quorum_show_in_the_panel(qtbot, qasync_loop, tmp_path):
+    import dataclasses
+    counted = dataclasses.replace(recorded.review_item(1), quorum=2, approvals=("alice",))
+    session = fake_service(qtbot, FakeEngine(recorded.fleet_views(tmp_path), reviews=[counted]))
+    window = MainWindow(session.service)
+    qtbot.addWidget(window)
+    panel = window.approvals_panel
+    panel.reload()
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 1, timeout=2_000)
+    assert panel.proxy.index(0, 1).data() == "pending · 1/2"
+    panel.select_item(1)
+    assert "1 of 2 approvals (alice)" in panel.detail.toPlainText()
