@@ -1,4 +1,4 @@
-"""Checks on agent processes, for console tests (tests may look inside the engine; the console may not)."""
+"""Checks on agent processes and a served window, for console tests (tests may look inside the engine; the console may not)."""
 from __future__ import annotations
 
 import os
@@ -36,3 +36,18 @@ def tooltip_text(tooltip: str) -> str:
     document = QTextDocument()
     document.setHtml(tooltip)
     return document.toPlainText()
+
+
+def serve_window(qtbot, qasync_loop, service, timeout_ms: int = 60_000):
+    """The real MainWindow served on `service` until its queue is first read: (window, run task, errors seen)."""
+    from console.app import serve
+    from console.main_window import MainWindow
+    window = MainWindow(service)
+    qtbot.addWidget(window)
+    errors: list[str] = []
+    service.sig_error.connect(errors.append)
+    run = qasync_loop.create_task(serve(window, service))
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(service.reviews.sig_loaded, timeout=timeout_ms):
+        pass
+    return window, run, errors

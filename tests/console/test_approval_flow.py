@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from console.app import serve
-from console.main_window import MainWindow
 from console.panels.approvals_model import ReviewFilter, StatusFilter
 from console.service import EngineService, Phase
 from engine import RiskTier
@@ -14,7 +12,7 @@ from engine.review import ReviewStatus
 from engine.schema import MIGRATIONS
 from engine.store.db import Store
 
-from .helpers import agent_processes_alive
+from .helpers import agent_processes_alive, serve_window
 
 START_TIMEOUT_MS = 60_000
 ANSWER_TIMEOUT_MS = 30_000
@@ -24,15 +22,8 @@ STOP_TIMEOUT_MS = 20_000
 def test_escalated_answer_is_approved_by_keyboard_audited_and_credits_its_agents(qtbot, qasync_loop, engine, db_path):
     service = EngineService(engine)
     service.operator = "tester"
-    window = MainWindow(service)
-    qtbot.addWidget(window)
-    errors = []
-    service.sig_error.connect(errors.append)
+    window, run, errors = serve_window(qtbot, qasync_loop, service, START_TIMEOUT_MS)
     panel = window.approvals_panel
-    run = qasync_loop.create_task(serve(window, service))
-    qtbot.waitExposed(window)
-    with qtbot.waitSignal(service.reviews.sig_loaded, timeout=START_TIMEOUT_MS):
-        pass
     assert panel.model.rowCount() == 0
 
     window.ask_panel.question.setText("What are the moons of Mars?")

@@ -79,18 +79,23 @@ def test_another_desks_change_reloads_the_panels_that_show_it(qtbot, qasync_loop
     assert session.errors == []
 
 
-def test_an_operator_claims_an_item_and_sees_who_holds_the_others(qtbot, qasync_loop, tmp_path):
-    import dataclasses
-    import time
-    views = recorded.fleet_views(tmp_path)
-    held = dataclasses.replace(recorded.review_item(2), claimed_by="bob", claimed_until=time.time() + 600)
-    engine = FakeEngine(views, reviews=[recorded.review_item(1), held])
-    session = fake_service(qtbot, engine)
+def approvals_of(qtbot, tmp_path, items) -> tuple:
+    """A window on the fake engine whose queue holds `items`, its Approvals panel read: (session, panel)."""
+    session = fake_service(qtbot, FakeEngine(recorded.fleet_views(tmp_path), reviews=items))
     window = MainWindow(session.service)
     qtbot.addWidget(window)
     panel = window.approvals_panel
     panel.reload()
-    qtbot.waitUntil(lambda: panel.model.rowCount() == 2, timeout=2_000)
+    qtbot.waitUntil(lambda: panel.model.rowCount() == len(items), timeout=2_000)
+    return session, panel
+
+
+def test_an_operator_claims_an_item_and_sees_who_holds_the_others(qtbot, qasync_loop, tmp_path):
+    import dataclasses
+    import time
+    held = dataclasses.replace(recorded.review_item(2), claimed_by="bob", claimed_until=time.time() + 600)
+    session, panel = approvals_of(qtbot, tmp_path, [recorded.review_item(1), held])
+    engine = session.engine
     panel.select_item(2)
     assert not panel.claim_button.isEnabled() and "claimed by bob until" in panel.claim_button.toolTip()
     panel.select_item(1)
@@ -124,12 +129,7 @@ def test_select_all_takes_only_the_items_the_filters_show(qtbot, qasync_loop, tm
     from console.panels.approvals_model import ReviewFilter, StatusFilter
     from engine import RiskTier
     items = [recorded.review_item(1), recorded.review_item(2, tier=RiskTier.MEDIUM), recorded.review_item(3)]
-    session = fake_service(qtbot, FakeEngine(recorded.fleet_views(tmp_path), reviews=items))
-    window = MainWindow(session.service)
-    qtbot.addWidget(window)
-    panel = window.approvals_panel
-    panel.reload()
-    qtbot.waitUntil(lambda: panel.model.rowCount() == 3, timeout=2_000)
+    _, panel = approvals_of(qtbot, tmp_path, items)
     panel.set_review_filter(ReviewFilter(StatusFilter.PENDING, tier=RiskTier.HIGH))
     panel.table.setFocus()
     qtbot.keyClick(panel.table, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
@@ -139,13 +139,7 @@ def test_select_all_takes_only_the_items_the_filters_show(qtbot, qasync_loop, tm
 
 def test_a_question_asked_again_shows_on_its_waiting_item(qtbot, qasync_loop, tmp_path):
     import dataclasses
-    joined = dataclasses.replace(recorded.review_item(1), asked_times=3)
-    session = fake_service(qtbot, FakeEngine(recorded.fleet_views(tmp_path), reviews=[joined]))
-    window = MainWindow(session.service)
-    qtbot.addWidget(window)
-    panel = window.approvals_panel
-    panel.reload()
-    qtbot.waitUntil(lambda: panel.model.rowCount() == 1, timeout=2_000)
+    _, panel = approvals_of(qtbot, tmp_path, [dataclasses.replace(recorded.review_item(1), asked_times=3)])
     assert panel.proxy.index(0, 3).data().endswith("(×3)")
     panel.select_item(1)
     assert "asked 3 times while it waited: one decision for all" in panel.detail.toPlainText()
@@ -154,12 +148,7 @@ def test_a_question_asked_again_shows_on_its_waiting_item(qtbot, qasync_loop, tm
 def test_an_items_approvals_toward_its_quorum_show_in_the_panel(qtbot, qasync_loop, tmp_path):
     import dataclasses
     counted = dataclasses.replace(recorded.review_item(1), quorum=2, approvals=("alice",))
-    session = fake_service(qtbot, FakeEngine(recorded.fleet_views(tmp_path), reviews=[counted]))
-    window = MainWindow(session.service)
-    qtbot.addWidget(window)
-    panel = window.approvals_panel
-    panel.reload()
-    qtbot.waitUntil(lambda: panel.model.rowCount() == 1, timeout=2_000)
+    _, panel = approvals_of(qtbot, tmp_path, [counted])
     assert panel.proxy.index(0, 1).data() == "pending · 1/2"
     panel.select_item(1)
     assert "1 of 2 approvals (alice)" in panel.detail.toPlainText()

@@ -13,15 +13,13 @@ from pathlib import Path
 
 import psycopg
 
-from console.app import serve
-from console.main_window import MainWindow
 from console.service import EngineService, Phase
 from engine import Engine, load_fleet, load_settings
 from engine.review import ReviewStatus
 from engine.store.roles import OPERATOR
 from tests.conftest import TEST_PG
 
-from .helpers import agent_processes_alive
+from .helpers import agent_processes_alive, serve_window
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_MS = 60_000
@@ -33,15 +31,8 @@ def test_a_decision_at_another_desk_reaches_this_desks_panel(qtbot, qasync_loop,
                                                              postgres_schema):
     engine = Engine(load_fleet(small_fleet_file), load_settings(), db_path=postgres_schema, cache_dir=cache_dir)
     service = EngineService(engine)
-    window = MainWindow(service)
-    qtbot.addWidget(window)
-    errors: list[str] = []
-    service.sig_error.connect(errors.append)
+    window, run, errors = serve_window(qtbot, qasync_loop, service, START_TIMEOUT_MS)
     panel = window.approvals_panel
-    run = qasync_loop.create_task(serve(window, service))
-    qtbot.waitExposed(window)
-    with qtbot.waitSignal(service.reviews.sig_loaded, timeout=START_TIMEOUT_MS):
-        pass
     assert service.operator == "quorum"          # the role this desk signed in as, not $USER
 
     window.ask_panel.question.setText("What are the moons of Mars?")
