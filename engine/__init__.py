@@ -88,8 +88,8 @@ __all__ = [
     "AgentProtocolError", "AgentReplyTooLarge", "FleetError", "StoreError", "AuditChainBroken",
     # events
     "AgentChanged", "AlertChanged", "AlertsRaised", "CascadeResolved", "CascadeScored", "CorpusIndexProgress",
-    "DemoTrafficChanged", "EngineReady", "GatewayFlagged", "QuestionReceived", "ReviewEnqueued", "SilencesChanged", "StoreChanged", "StoreLink",
-    "StageProgressed", "TrustUpdated",
+    "DemoTrafficChanged", "EngineReady", "GatewayFlagged", "QuestionReceived", "ReviewEnqueued", "SilencesChanged",
+    "StoreChanged", "StoreLink", "StageProgressed", "TrustUpdated",
     # stages, cascade
     "StageKind", "StageResult", "CascadeOutcome", "CascadeType", "StageScore", "participation_summary",
     # review

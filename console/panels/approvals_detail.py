@@ -237,9 +237,10 @@ def item_html(item: ReviewItem, now: float | None = None) -> str:
              f"{muted(html_text(verdict) + ': ' + html_text(item.answer_reason or '—'))}</p>",
              f"<p><b>Waits because:</b> {html_text(item.why)}<br>"
              f"{muted('queued ' + html_text(when_text(item.created_at)) + html_text(waited) + ' · trace_id <code>' + html_text(item.trace_id) + '</code>')}</p>"]
-    if progress_text(item):
-        parts.append(f"<p>{toned('warn', html_text(progress_text(item)[0].upper() + progress_text(item)[1:]), bold=True)}"
-                     f" {muted('(different operators; nobody approves a question they asked)')}</p>")
+    progress = progress_text(item)
+    if progress:
+        parts.append(f"<p>{toned('warn', html_text(progress[0].upper() + progress[1:]), bold=True)} "
+                     f"{muted('(different operators; nobody approves a question they asked)')}</p>")
     claim = claim_text(item, now) if now is not None else ""
     if claim:
         parts.append(f"<p>{toned('warn', html_text(claim[0].upper() + claim[1:]), bold=True)}</p>")

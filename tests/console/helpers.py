@@ -1,4 +1,5 @@
-"""Checks on agent processes and a served window, for console tests (tests may look inside the engine; the console may not)."""
+"""Checks on agent processes, and a served window, for console tests (tests may look inside the engine; the
+console may not)."""
 from __future__ import annotations
 
 import os
