@@ -55,6 +55,7 @@ What is counted
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -63,7 +64,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
 from engine.agents.extractive import ExtractiveGenerator
 from engine.agents.faults import FaultInjector, tamper
@@ -470,12 +471,17 @@ class InProcessClient:
 
 
 class MemoryKeeper(ReputationKeeper):
-    """engine.reputation.keeper.ReputationKeeper without its SQLite file: after_answer, release and the reads are the
-    production methods; only sync (reading other processes' changes) and _save (writing) do nothing."""
+    """engine.reputation.keeper.ReputationKeeper without its store: after_answer, release and the reads are the
+    production methods; only _turn (taking turns with other desks), sync (reading their changes) and _save
+    (writing) do nothing."""
 
     def __init__(self, settings: ReputationSettings, clock: Callable[[], float]) -> None:
         self.book = ReputationBook(settings, clock=clock)
         self._clock = clock
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        yield
 
     async def sync(self) -> list[str]:
         return []
