@@ -84,8 +84,9 @@ async def _review_run(args, path: StoreTarget) -> int:
             print_review_items(items, args.status, args.json)
             return ExitCode.OK
         if args.review_action in ("claim", "unclaim"):
+            from engine.review.queue import clock_time
             item = await getattr(queue, args.review_action)(args.id, args.operator)
-            print(f"Review item #{item.id} " + (f"claimed by {item.claimed_by} until {_clock(item.claimed_until)}"
+            print(f"Review item #{item.id} " + (f"claimed by {item.claimed_by} until {clock_time(item.claimed_until)}"
                                                 if item.claimed_by else "is free to claim"))
             return ExitCode.OK
         item = await queue.decide(args.id, args.review_action == "approve", args.operator, args.reason, args.note)
@@ -101,11 +102,6 @@ async def _review_run(args, path: StoreTarget) -> int:
         await store.aclose()
     print(f"Review item #{item.id} {decision_line(item)}")
     return ExitCode.OK
-
-
-def _clock(at: float | None) -> str:
-    import datetime
-    return "?" if at is None else datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
 
 
 def decision_line(item) -> str:
@@ -129,6 +125,8 @@ def review_item_json(item) -> dict:
 def print_review_items(items, status: str, as_json: bool) -> None:
     import datetime
 
+    from engine.review.queue import clock_time
+
     from engine.untrusted import quoted
     if as_json:
         print(json.dumps([review_item_json(i) for i in items], ensure_ascii=False, indent=2))
@@ -147,8 +145,8 @@ def print_review_items(items, status: str, as_json: bool) -> None:
         if not item.pending:
             print(f"      {decision_line(item)}")
         elif item.claimed_by:
-            print(f"      claim : {quoted(item.claimed_by)} until {_clock(item.claimed_until)} (free after that)")
+            print(f"      claim : {quoted(item.claimed_by)} until {clock_time(item.claimed_until)} (free after that)")
         if item.pending and item.due_at is not None:
             late = time.time() - item.due_at
-            print(f"      due   : {'OVERDUE since' if late > 0 else 'by'} {_clock(item.due_at)} "
+            print(f"      due   : {'OVERDUE since' if late > 0 else 'by'} {clock_time(item.due_at)} "
                   f"({int(abs(late) // 60)} min {'ago' if late > 0 else 'from now'})")

@@ -160,7 +160,8 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def _clock_time(at: float | None) -> str:
+def clock_time(at: float | None) -> str:
+    """HH:MM:SS of an epoch time, local (a claim's end, a due time); "?" for none."""
     return "?" if at is None else datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
 
 
@@ -239,16 +240,11 @@ class ReviewQueue:
             # The item's row is this transaction's before its votes are read: two operators approving at once
             # count one after the other (PostgreSQL holds the row; SQLite's BEGIN IMMEDIATE holds the file).
             store.execute("UPDATE approvals SET status = status WHERE id = ?", (item_id,))
-            row = store.execute(f"{_SELECT} WHERE id = ?", (item_id,)).fetchone()
-            if row is None:
-                raise InputError(f"review item #{item_id} does not exist")
-            item = self._counted(_item(row))
-            if not item.pending:
-                raise _decided(item)
+            item = self._pending_sync(item_id)
             now = store.clock()
             holder = item.holder(now)
             if holder and holder != operator:
-                raise InputError(f"review item #{item_id} is claimed by {holder} until {_clock_time(item.claimed_until)}; "
+                raise InputError(f"review item #{item_id} is claimed by {holder} until {clock_time(item.claimed_until)}; "
                                  "it is theirs to decide until then")
             if approve and store.target.shared and operator in self._askers(item):
                 raise InputError(f"review item #{item_id} answers a question {operator} asked; another operator "
@@ -295,7 +291,7 @@ class ReviewQueue:
             now = store.clock()
             holder = item.holder(now)
             if holder and holder != operator:
-                raise InputError(f"review item #{item_id} is claimed by {holder} until {_clock_time(item.claimed_until)}")
+                raise InputError(f"review item #{item_id} is claimed by {holder} until {clock_time(item.claimed_until)}")
             until = now + lease_s
             changed = store.execute("UPDATE approvals SET claimed_by = ?, claimed_until = ? WHERE id = ? "
                                     "AND status = 'pending' AND (claimed_by IS NULL OR claimed_by = ? "

@@ -102,8 +102,6 @@ def _wrap(where: Path | str, exc: Exception) -> StoreError:
     if "unable to open" in text_:
         return StoreError(f"{where}: cannot open the database ({text_}): its folder may be read-only, missing or "
                           "not writable by this user")
-    if "connection" in text_ and ("refused" in text_ or "failed" in text_ or "closed" in text_):
-        return StoreError(f"{where}: cannot reach the database server ({text_})")
     return StoreError(f"{where}: {text_}")
 
 

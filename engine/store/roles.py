@@ -25,8 +25,7 @@ _ADMIN_WRITES = ("silences",)
 
 def team_grants(schema: str, tables: set[str]) -> tuple[str, ...]:
     """The GRANTs for the tables this schema has (a table a later version adds is granted once it exists). Each
-    role holds every grant of the one below it, so a person is a member of one role; `make db` makes the roles
-    members of each other too."""
+    role holds every grant of the one below it, so a person is a member of one role."""
     def present(names: tuple[str, ...]) -> str:
         return ", ".join(n for n in names if n in tables)
     out = [f'GRANT USAGE ON SCHEMA "{schema}" TO {VIEWER}, {OPERATOR}, {ADMIN}',
