@@ -492,6 +492,7 @@ class MainWindow(QMainWindow):
     def _make_store_banner(self) -> None:
         """Across the top while a team store's server cannot be reached: what the desk shows is what it had read,
         and every decision is refused until the server is back (the engine reaches it again by itself)."""
+        self._store_away = False            # the team store's server cannot be reached (the red banner)
         self.store_banner = QToolBar("Store")
         self.store_banner.setObjectName("store-banner")
         self.store_banner.setMovable(False)
@@ -506,10 +507,23 @@ class MainWindow(QMainWindow):
         style.theme_signals().sig_changed.connect(self._style_store_banner)
 
     def _style_store_banner(self, *_args) -> None:
+        if self._service.reads_only and not self._store_away:
+            self.store_banner.setStyleSheet(f"QToolBar {{ {style.bg('warn_tint')}; }} QLabel {{ padding: 4px; }}")
+            return
         self.store_banner.setStyleSheet(f"QToolBar {{ {style.bg('bad_tint')}; }} QLabel {{ {style.fg('bad')}; "
                                         "font-weight: bold; padding: 4px; }")
 
+    def _show_viewer_banner(self) -> None:
+        self.store_banner_text.setText(self._service.viewer_text() + ".")
+        self._style_store_banner()
+        self.store_banner.show()
+
     def _on_store_link(self, online: bool, why: str) -> None:
+        self._store_away = not online
+        if online and self._service.reads_only:
+            self._show_viewer_banner()
+            self.toast.show_message("The team store is back: the panels read it again")
+            return
         if online:
             self.store_banner.hide()
             self.toast.show_message("The team store is back: the panels read it again, decisions are taken again")
@@ -517,6 +531,7 @@ class MainWindow(QMainWindow):
         self.store_banner_text.setText(f"The team store cannot be reached ({why}). Showing what this desk had read; "
                                        "decisions are refused until it is back, and nothing is kept to send later. "
                                        "Trying again by itself.")
+        self._style_store_banner()
         self.store_banner.show()
 
     def _style_alerts_button(self, *_args) -> None:
@@ -538,6 +553,9 @@ class MainWindow(QMainWindow):
         self._service.gateway.load()        # the gateway's stored decisions, likewise
         self.progress.hide()
         self._on_fleet_summary(self.fleet_panel.summary())
+        if self._service.reads_only:        # a viewer's desk: said across the top, and no demo traffic to ask
+            self._show_viewer_banner()
+            return
         demo = self._service.demo
         if demo.on_demo_fleet() and not demo.running and self._settings.value(DEMO_ON_KEY, True, type=bool):
             demo.start(self.demo_controls.rate_value(), limit=demo.round_size())

@@ -50,6 +50,7 @@ from .store.anchors import anchor_head, default_anchor_files
 from .store.audit_log import AuditLog
 from .store.changes import ChangeWatch
 from .store.db import Store
+from .store.refusals import fold_refusals
 from .store.target import StoreTarget, store_target
 from .telemetry import start_telemetry
 from .types import AgentKind, AgentOutcome, AgentState, CanaryState, RiskTier
@@ -241,13 +242,16 @@ class Engine:
         parts.keyring.load(config)     # a missing or bad key is a ConfigError before anything opens
         await parts.store.open()
         parts.registry.load_stats(await parts.store.agent_stats())
-        await parts.reputation.load((a.id, a.role) for a in config.agents)
+        await parts.reputation.load(((a.id, a.role) for a in config.agents), save=not self.read_only)
         self.reputation.show(a.id for a in config.agents)
-        await self._audit("engine", "engine.started", {"fleet": str(config.path), "agents": [a.id for a in config.agents]})
-        await parts.store.call(self._anchor)
         loop = asyncio.get_running_loop()
         parts.store.on_link = lambda online, why: loop.call_soon_threadsafe(self._on_store_link, online, why)
         self._watch = ChangeWatch(parts.store, self._on_store_change, on_link=self._on_feed_link)
+        if self.read_only:
+            await self._start_reading()
+            return
+        await self._audit("engine", "engine.started", {"fleet": str(config.path), "agents": [a.id for a in config.agents]})
+        await parts.store.call(self._anchor)
         await self._watch.start()
         self._overdue_timer = loop.call_later(0.0, self._look_for_overdue)
         for view in parts.registry.all():
@@ -264,6 +268,21 @@ class Engine:
             self._judge_rounds = asyncio.get_running_loop().create_task(self.judges.run())
         await asyncio.shield(warm)   # a cancelled start leaves the thread to aclose(), which awaits it
         self._emit(EngineReady(sum(v.state is AgentState.UP for v in self.fleet.agents()), parts.clock()))
+
+    async def _start_reading(self) -> None:
+        """A viewer's desk: it watches the team store and writes nothing to it, so it launches no agent, asks
+        nothing and records no start; its chain's head is still anchored here, a witness of its own."""
+        await self.parts.store.call(self._anchor)
+        assert self._watch is not None
+        await self._watch.start()
+        for view in self.parts.registry.all():
+            self._emit(AgentChanged(view, "", self.parts.clock()))
+        self._emit(EngineReady(0, self.parts.clock()))
+
+    @property
+    def read_only(self) -> bool:
+        """True on a team store whose signed-in role may not write the audit chain (a viewer): see start()."""
+        return not self.parts.store.may_write
 
     def _warm_embedder(self, loop: asyncio.AbstractEventLoop) -> None:
         """In a worker thread: loads the models and indexes the built-in agents' corpus (a folder that cannot be
@@ -339,14 +358,16 @@ class Engine:
         return self.parts.store.signed_in
 
     def _look_for_overdue(self) -> None:
-        """Every [review] sla_check_s: an alert for each answer that waited past its tier's service-level time
-        (a timer, not a task: the engine keeps no task of its own running between questions)."""
+        """Every [review] sla_check_s: an alert for each answer that waited past its tier's service-level time,
+        and the writes the team store refused to viewers folded into the audit chain (a timer, not a task: the
+        engine keeps no task of its own running between questions)."""
         if self._closing:
             return
 
         async def look() -> None:
             try:
                 raised = await self.parts.store.call(self.parts.review.raise_overdue_sync, self.parts.alerts)
+                await self.parts.store.call(fold_refusals, self.parts.store)    # viewers' refused writes, audited
             except StoreError as exc:       # the store is away: the banner says so; look again next time
                 log.debug("overdue review items not looked for: %s", exc)
                 return
@@ -416,6 +437,9 @@ class Engine:
     # --- one question (engine.questions) ---------------------------------------------------------
     async def _ask(self, question: str, tier: RiskTier | None = None, trace_id: str | None = None) -> Answer:
         """Its last event is QuestionAnswered, or QuestionFailed when it raises."""
+        if self.read_only:
+            raise InputError(f"this desk signed in as {self.signed_in}, a viewer of the team store: it reads and asks "
+                             "nothing, since every question is written to the store; sign in as an operator to ask")
         clock = self.parts.clock
         trace_id, asked_at = trace_id or new_trace_id(), clock()
         try:

@@ -10,7 +10,8 @@ QuorumError
 │   │   └── AgentHttpStatus      the agent answered with an HTTP status other than 200
 │   └── AgentReplyTooLarge   reply is bigger than the response cap
 ├── FleetError           the local fleet could not be started or stopped
-└── StoreError           the SQLite store failed (disk full, locked, corrupt)
+└── StoreError           the store failed (disk full, locked, corrupt, its server away)
+    ├── StoreRefused         the team store's server refused this role the write (a viewer deciding)
     └── AuditChainBroken     a row of the audit chain does not hash to what follows it
 """
 from __future__ import annotations
@@ -69,6 +70,15 @@ class FleetError(QuorumError):
 
 class StoreError(QuorumError):
     pass
+
+
+class StoreRefused(StoreError):
+    """The database refused the signed-in role a write it has no grant for; `action` names the statement (its
+    verb and table), `reason` is the server's own word."""
+
+    def __init__(self, message: str, action: str, reason: str) -> None:
+        self.action, self.reason = action, reason
+        super().__init__(message)
 
 
 class AuditChainBroken(StoreError):

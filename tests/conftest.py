@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import secrets
 import tempfile
 import textwrap
 import uuid
@@ -133,3 +134,28 @@ def store_target(request, tmp_path: Path):
     if request.param == "sqlite":
         return target(tmp_path / "quorum.db")
     return target(request.getfixturevalue("postgres_schema"))
+
+
+@pytest.fixture
+def team_logins(postgres_schema, monkeypatch):
+    """A team store: the test's schema migrated by its owner, and a login role in each team role (password in the
+    environment, as libpq reads it: never in a URL). Yields ({group: url}, {group: login})."""
+    import psycopg
+    from engine.schema import MIGRATIONS
+    from engine.store.db import Store
+    from engine.store.roles import ADMIN, OPERATOR, VIEWER
+    owner = Store(postgres_schema, MIGRATIONS)
+    owner.open_sync()
+    owner.close_sync()
+    password = secrets.token_hex(12)
+    names = {group: f"t_{group.split('_')[1]}_{secrets.token_hex(4)}" for group in (VIEWER, OPERATOR, ADMIN)}
+    with psycopg.connect(TEST_PG, autocommit=True) as conn:
+        for group, name in names.items():
+            conn.execute(f"CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE {group}")
+    monkeypatch.setenv("PGPASSWORD", password)
+    urls = {group: postgres_schema.replace("//quorum@", f"//{name}@", 1) for group, name in names.items()}
+    yield urls, names
+    monkeypatch.delenv("PGPASSWORD")        # the owner signs in from ~/.pgpass again
+    with psycopg.connect(TEST_PG, autocommit=True) as conn:
+        for name in names.values():
+            conn.execute(f"DROP ROLE {name}")

@@ -663,7 +663,7 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         holder = item.holder(self._clock()) if item is not None else ""
         mine = holder == self._service.operator
         self.claim_button.setText("Let go" if mine else "Claim")
-        self.claim_button.setEnabled(self._accepting and item is not None and item.pending
+        self.claim_button.setEnabled(self._accepting and item is not None and item.pending and not self._service.reads_only
                                      and (not holder or mine) and not self.form.isVisible())
         if item is None or not item.pending:
             tip = "Select a pending item to claim it"
@@ -681,7 +681,7 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         now = self._clock()
         held = [i for i in selected if i.pending and i.holder(now) not in ("", self._service.operator)]
         pending = [i for i in selected if i.pending and i not in held]
-        can = self._accepting and bool(pending) and not self.form.isVisible()
+        can = self._accepting and bool(pending) and not self.form.isVisible() and not self._service.reads_only
         self.approve_button.setEnabled(can)
         self.reject_button.setEnabled(can)
         several = f" {len(pending)}" if len(pending) > 1 else ""
@@ -694,6 +694,8 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
             tip = f"Already decided: {decision_text(selected[0])}"
         elif not self._accepting:
             tip = "Waiting for the engine"
+        elif self._service.reads_only:
+            tip = self._service.viewer_text()
         else:
             tip = f"Decide as {self._service.operator}"
         self.approve_button.setToolTip(untrusted.tooltip(tip))

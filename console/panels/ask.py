@@ -6,7 +6,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushBu
 
 from engine import Answer, RiskTier
 
-from .. import style
+from .. import style, untrusted
 from ..service import AUTO_TIER, EngineService
 from .answer import AnswerView
 from .base import EnginePanel
@@ -83,8 +83,10 @@ class AskPanel(EnginePanel):
         return self.question
 
     def refresh_buttons(self, *_args) -> None:
-        self.ask_button.setEnabled(self._accepting and not self._busy)
-        if not self._accepting and not self._busy:
+        self.ask_button.setEnabled(self._accepting and not self._busy and not self._service.reads_only)
+        if self._service.reads_only:
+            self.ask_button.setToolTip(untrusted.tooltip(self._service.viewer_text()))
+        elif not self._accepting and not self._busy:
             self.ask_button.setToolTip("Waiting for the fleet to be ready")
         else:
             self.ask_button.setToolTip("Ask (Enter)")

@@ -118,8 +118,11 @@ class DemoControls(EnginePanel):
         self.switch.blockSignals(False)
 
     def refresh_buttons(self, *_args) -> None:
-        self.switch.setEnabled(self._accepting)
-        self.switch.setToolTip(SWITCH_TIP if self._accepting else WAITING_TIP)
+        self.switch.setEnabled(self._accepting and not self._service.reads_only)
+        if self._service.reads_only:
+            self.switch.setToolTip(untrusted.tooltip(self._service.viewer_text()))
+        else:
+            self.switch.setToolTip(SWITCH_TIP if self._accepting else WAITING_TIP)
 
     def _restyle(self, *_args) -> None:
         # On reads as on at a glance (bold, the good tone); the count is muted while the traffic is off.

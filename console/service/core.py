@@ -52,6 +52,15 @@ class ServiceCore(QObject):
     def ready(self) -> bool:
         return self.phase is Phase.READY
 
+    @property
+    def reads_only(self) -> bool:
+        """A viewer's desk on a team store (Engine.read_only): it shows the store, and asks and decides nothing."""
+        return self.phase is Phase.READY and self.engine.read_only
+
+    def viewer_text(self) -> str:
+        return (f"Signed in as {self.operator}, a viewer: this desk reads the team store as it changes; asking, "
+                "deciding, quarantining and acknowledging are for an operator's login")
+
     def require_ready(self, what: str, refused: Refused | None = None, *, quiet: bool = False) -> bool:
         """True when the engine takes work. Otherwise says "<what> while the engine is <phase>" to `refused`
         and (unless quiet: a background reload that simply waits for sig_ready) to sig_error."""

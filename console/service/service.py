@@ -113,8 +113,6 @@ class EngineService(ServiceCore):
     async def _start(self) -> None:
         try:
             await self.engine.start()
-            # On a team store the operator is the role signed in to PostgreSQL, whatever $USER says.
-            self.operator = self.engine.signed_in or self.operator
         except asyncio.CancelledError:
             raise
         except Exception as exc:   # noqa: BLE001 - every failure becomes sig_error
@@ -169,6 +167,9 @@ class EngineService(ServiceCore):
 
     def _on_engine_ready(self, event: EngineReady) -> None:
         if self.phase is Phase.STARTING:
+            # On a team store the operator is the role signed in to PostgreSQL, whatever $USER says; set before
+            # the panels hear sig_ready, so what they say first names the right desk.
+            self.operator = self.engine.signed_in or self.operator
             self.phase = Phase.READY
             self.sig_ready.emit(event.agents_up)
 

@@ -43,15 +43,16 @@ class ReputationKeeper:
         self._clock = clock or store.clock
 
     # --- lifecycle -------------------------------------------------------------------------
-    async def load(self, agents: Iterable[tuple[str, Role]]) -> None:
-        """Reads the saved standing, then registers agents the book has not seen (a first point each)."""
+    async def load(self, agents: Iterable[tuple[str, Role]], save: bool = True) -> None:
+        """Reads the saved standing, then registers agents the book has not seen (a first point each, saved
+        unless `save` is False: a viewer's desk, which writes nothing, keeps them in its own book only)."""
         self.book.load(await self.tables.standings())
         new = []
         for agent_id, role in agents:
             if agent_id not in self.book:
                 self.book.register(agent_id, role)
                 new.append(agent_id)
-        if new:
+        if new and save:
             await self._save([], touched=new, why="registered")
 
     @contextlib.asynccontextmanager

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import re
 import time
 import uuid
@@ -30,12 +31,14 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 from sqlalchemy.sql.elements import TextClause
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreRefused
 from .audit import GENESIS, canonical, event_hash, verify_chain
 from .migrations import Migration, postgres_ddl
+from .refusals import RECORD, refusal_function
 from .roles import TEAM_ROLES, team_grants
 from .target import Backend, StoreTarget, store_target
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Params = Sequence[Any] | Mapping[str, Any]
 
@@ -98,7 +101,10 @@ def _wrap(where: Path | str, exc: Exception) -> StoreError:
         return StoreError(f"{where}: the database is read-only ({text_}); this write was not saved, what was saved "
                           "before is intact")
     if "permission denied" in text_:
-        return StoreError(f"{where}: this role may not do that ({text_}); nothing was written")
+        statement = _WRITES.match(str(getattr(exc, "statement", "") or ""))
+        action = f"{statement.group(0).split()[0].upper()} {statement.group(1)}" if statement else "read"
+        return StoreRefused(f"{where}: this role may not do that ({text_}); nothing was written, and the refusal "
+                            "is kept for the audit trail", action, text_)
     if "unable to open" in text_:
         return StoreError(f"{where}: cannot open the database ({text_}): its folder may be read-only, missing or "
                           "not writable by this user")
@@ -123,6 +129,7 @@ class Store:
         self._conn: Connection | None = None
         self._in_transaction = False
         self.signed_in: str | None = None       # the PostgreSQL role this store signed in as (None on SQLite)
+        self.may_write = True                   # False for a role not granted the audit chain (a viewer)
         self.online = True                      # False from a lost server connection until one is made again
         # Told when the server is lost or reached again (online, why), on the store's thread.
         self.on_link: Callable[[bool, str], None] = lambda online, why: None
@@ -214,15 +221,21 @@ class Store:
             self._grant()
         self._transaction(steps)
         self.signed_in = str(self.execute("SELECT session_user").scalar_one())
+        self.may_write = bool(self.execute("SELECT has_table_privilege('audit', 'INSERT')").scalar())
 
     def _grant(self) -> None:
-        """The team roles' grants (engine.store.roles), applied by the schema's owner where the roles exist."""
+        """The schema owner's own functions (engine.store.refusals) and the team roles' grants
+        (engine.store.roles), applied by the owner, the grants where the roles exist."""
         owner = self.execute("SELECT pg_get_userbyid(nspowner) = current_user FROM pg_namespace "
                              "WHERE nspname = current_schema()").scalar()
-        roles = self.execute("SELECT count(*) FROM pg_roles WHERE rolname IN (?, ?, ?)", TEAM_ROLES).scalar_one()
-        if not owner or roles != len(TEAM_ROLES):
+        if not owner:
             return
         schema = str(self.execute("SELECT current_schema()").scalar_one())
+        for statement in refusal_function(schema):
+            self.execute(statement)
+        roles = self.execute("SELECT count(*) FROM pg_roles WHERE rolname IN (?, ?, ?)", TEAM_ROLES).scalar_one()
+        if roles != len(TEAM_ROLES):
+            return
         tables = {r[0] for r in self.execute("SELECT tablename FROM pg_tables WHERE schemaname = ?", [schema])}
         for statement in team_grants(schema, tables):
             self.execute(statement)
@@ -285,7 +298,7 @@ class Store:
             result = self.conn.execute(_statement(sql), _bind(params))
         except DBAPIError as exc:
             self._lost(exc)
-            raise _wrap(self.path, exc) from exc
+            raise self._refused(_wrap(self.path, exc)) from exc
         self._wrote(sql)
         return result
 
@@ -297,7 +310,7 @@ class Store:
             self.conn.execute(_statement(sql), batch)
         except DBAPIError as exc:
             self._lost(exc)
-            raise _wrap(self.path, exc) from exc
+            raise self._refused(_wrap(self.path, exc)) from exc
         self._wrote(sql)
 
     def _wrote(self, sql: str) -> None:
@@ -308,6 +321,20 @@ class Store:
         self._touched.add(written.group(1).lower())
         if not self._in_transaction:
             self._announce()
+
+    def _refused(self, error: StoreError) -> StoreError:
+        """A write the server refused this role is kept for the audit trail (engine.store.refusals): at once
+        outside a transaction, or once the transaction that tried it has rolled back (_transaction)."""
+        if isinstance(error, StoreRefused) and not self._in_transaction:
+            self._keep_refusal(error)
+        return error
+
+    def _keep_refusal(self, error: StoreRefused) -> None:
+        try:
+            self.conn.execute(_statement(RECORD), _bind([error.action, error.reason]))
+        except DBAPIError as exc:       # an older store without the function: the refusal is still said
+            self._lost(exc)
+            log.warning("a refused write was not kept for the audit trail: %s", _reason(exc))
 
     def _announce(self) -> None:
         """On PostgreSQL, tells the other desks which tables changed (NOTIFY: delivered when the transaction
@@ -365,8 +392,7 @@ class Store:
 
     # --- writes ----------------------------------------------------------------------------
     def _append_audit(self, trace_id: str, actor: str, type_: str, payload: Mapping[str, Any]) -> int:
-        if not self.sqlite:         # SQLite's BEGIN IMMEDIATE already holds the file's one write lock
-            self.execute("SELECT pg_advisory_xact_lock(?)", [AUDIT_LOCK])
+        self.take_audit_turn()
         last = self.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
         at = self.clock()
@@ -375,6 +401,12 @@ class Store:
         self.execute("INSERT INTO audit (seq, trace_id, actor, type, payload, at, prev_hash, hash) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (seq, trace_id, actor, type_, payload_json, at, prev, digest))
         return seq
+
+    def take_audit_turn(self) -> None:
+        """Inside a transaction: the audit chain's turn, held until it ends (SQLite's BEGIN IMMEDIATE already
+        holds the file's one write lock)."""
+        if not self.sqlite:
+            self.execute("SELECT pg_advisory_xact_lock(?)", [AUDIT_LOCK])
 
     def _driver_in_transaction(self) -> bool:
         driver = self.conn.connection.driver_connection
@@ -393,12 +425,15 @@ class Store:
             try:
                 result = fn()
                 self._announce()
-            except BaseException:
+            except BaseException as exc_:
                 self._touched.clear()
                 # SQLite rolls back by itself on some errors (SQLITE_FULL): keep that error. A lost server
                 # connection took its transaction with it.
                 if self._conn is conn and self._driver_in_transaction():
                     conn.exec_driver_sql("ROLLBACK")
+                if isinstance(exc_, StoreRefused):
+                    self._in_transaction = False
+                    self._keep_refusal(exc_)
                 raise
             finally:
                 self._in_transaction = False

@@ -66,4 +66,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     CREATE INDEX audit_type ON audit(type);
     CREATE INDEX audit_at ON audit(at);
     """),
+    # writes the team store refused a role, until an operator's desk folds them into the audit chain
+    # (engine.store.refusals; written only through the quorum_refused function on PostgreSQL)
+    Migration(10, """
+    CREATE TABLE refusals (id INTEGER PRIMARY KEY, at REAL NOT NULL, role TEXT NOT NULL, action TEXT NOT NULL,
+        reason TEXT NOT NULL, folded INTEGER NOT NULL DEFAULT 0);
+    CREATE INDEX refusals_unfolded ON refusals(folded, id);
+    """),
 )

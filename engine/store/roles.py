@@ -19,7 +19,8 @@ TEAM_ROLES = (VIEWER, OPERATOR, ADMIN)
 _OPERATOR_INSERTS = ("questions", "agent_calls", "audit", "approvals", "review_joins", "review_votes", "trust", "trust_history", "alerts",
                      "memory_entries", "memory_reads", "memory_snapshots", "trace_events", "gateway_decisions",
                      "tool_calls", "outbox")
-_OPERATOR_UPDATES = ("approvals", "trust", "alerts", "memory_entries", "tool_calls")
+_OPERATOR_UPDATES = ("approvals", "trust", "alerts", "memory_entries", "tool_calls",
+                     "refusals")     # marked folded into the audit chain (engine.store.refusals)
 _ADMIN_WRITES = ("silences",)
 
 
@@ -30,7 +31,9 @@ def team_grants(schema: str, tables: set[str]) -> tuple[str, ...]:
         return ", ".join(n for n in names if n in tables)
     out = [f'GRANT USAGE ON SCHEMA "{schema}" TO {VIEWER}, {OPERATOR}, {ADMIN}',
            f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO {VIEWER}, {OPERATOR}, {ADMIN}',
-           f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{schema}" TO {OPERATOR}, {ADMIN}']
+           f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{schema}" TO {OPERATOR}, {ADMIN}',
+           # Anyone signed in may have a refused write of theirs kept (engine.store.refusals); nothing else.
+           f'GRANT EXECUTE ON FUNCTION "{schema}".quorum_refused(TEXT, TEXT) TO {VIEWER}, {OPERATOR}, {ADMIN}']
     for privilege, names, roles in (("INSERT", _OPERATOR_INSERTS, (OPERATOR, ADMIN)),
                                     ("UPDATE", _OPERATOR_UPDATES, (OPERATOR, ADMIN)),
                                     ("INSERT, UPDATE", _ADMIN_WRITES, (ADMIN,))):

@@ -157,6 +157,7 @@ class FakeEngine:
         self.corpus_index = None            # the corpus index's latest progress (a test sets it, or emits events)
         self.closed = False
         self.signed_in: str | None = None   # a team store's role (a test sets it); None: the desk's own file
+        self.read_only = False              # a viewer's desk (a test sets it)
         # The Engine's faces (engine/facades) as the console's adapters reach them, each name read from the fake's
         # own methods when it is called (so a subclass's stop_fleet or decide_many is the face's).
         self.fleet = Face(self, agents="agents", start="start_fleet", stop="stop_fleet",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from engine import AgentState, StoreChanged
 
 from console.main_window import MainWindow
+from console.service import EngineService
 
 from . import recorded
 from .fakes import FakeEngine, fake_service
@@ -152,3 +153,32 @@ def test_an_items_approvals_toward_its_quorum_show_in_the_panel(qtbot, qasync_lo
     assert panel.proxy.index(0, 1).data() == "pending · 1/2"
     panel.select_item(1)
     assert "1 of 2 approvals (alice)" in panel.detail.toPlainText()
+
+
+def test_a_viewer_desk_says_so_and_offers_no_act_it_may_not_do(qtbot, qasync_loop, tmp_path):
+    from engine import StoreLink
+    engine = FakeEngine(recorded.fleet_views(tmp_path), reviews=[recorded.review_item(1)])
+    engine.signed_in, engine.read_only = "victor", True
+    service = EngineService(engine)         # type: ignore[arg-type]
+    errors: list[str] = []
+    service.sig_error.connect(errors.append)
+    window = MainWindow(service)
+    qtbot.addWidget(window)
+    window.show()
+    with qtbot.waitSignal(service.sig_ready, timeout=5_000):
+        service.start()
+    assert window.store_banner.isVisible()
+    assert window.store_banner_text.text().startswith("Signed in as victor, a viewer")
+    assert not window.ask_panel.ask_button.isEnabled() and "a viewer" in window.ask_panel.ask_button.toolTip()
+    assert not window.demo_controls.switch.isEnabled()
+    panel = window.approvals_panel
+    panel.reload()
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 1, timeout=2_000)
+    panel.select_item(1)
+    assert not panel.approve_button.isEnabled() and not panel.claim_button.isEnabled()
+    assert "a viewer" in panel.approve_button.toolTip()
+    engine.emit(StoreLink(False, "connection refused", 1.0))
+    assert "cannot be reached (connection refused)" in window.store_banner_text.text()
+    engine.emit(StoreLink(True, "reached again", 2.0))
+    assert window.store_banner.isVisible() and "a viewer" in window.store_banner_text.text()
+    assert errors == []
