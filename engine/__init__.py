@@ -29,7 +29,8 @@ from engine.participation import summary as participation_summary
 
 # The approval queue.
 from engine.review import (APPROVE_REASONS, OTHER, REJECT_REASONS, AgentSummary, CascadeSummary, ClaimSummary,
-                           DecisionOutcome, ReviewItem, ReviewStatus, StageScoreSummary, needs_review)
+                           DecisionOutcome, ReviewItem, ReviewStatus, ReviewerTally, ShiftTally,
+                           StageScoreSummary, needs_review)
 
 # Reputation.
 from engine.reputation import AgentQuarantined, AgentReleased, ReputationSettings
@@ -94,7 +95,7 @@ __all__ = [
     "StageKind", "StageResult", "CascadeOutcome", "CascadeType", "StageScore", "participation_summary",
     # review
     "APPROVE_REASONS", "OTHER", "REJECT_REASONS", "AgentSummary", "CascadeSummary", "ClaimSummary", "DecisionOutcome",
-    "ReviewItem", "ReviewStatus", "StageScoreSummary", "needs_review",
+    "ReviewItem", "ReviewStatus", "ReviewerTally", "ShiftTally", "StageScoreSummary", "needs_review",
     # reputation
     "AgentQuarantined", "AgentReleased", "ReputationSettings", "AlertKind", "ScorePoint",
     # alerts

@@ -238,6 +238,9 @@ def _review(file: str, settings: ReviewSettings) -> ReviewSettings:
     for key in ("sla_high_s", "sla_medium_s", "sla_low_s", "sla_check_s"):
         if not getattr(settings, key) > 0:
             raise ConfigError(file, f"review.{key}", f"must be a positive number of seconds, found {getattr(settings, key)}")
+    if not 0 < settings.shift_h <= 24 * 31:
+        raise ConfigError(file, "review.shift_h", f"must be a number of hours above 0 and at most a month, found "
+                                                  f"{settings.shift_h}")
     if isinstance(settings.quorum_high, bool) or not isinstance(settings.quorum_high, int) or settings.quorum_high < 0:
         raise ConfigError(file, "review.quorum_high", f"must be a whole number, 0 (automatic) or more, found "
                                                       f"{settings.quorum_high!r}")

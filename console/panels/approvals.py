@@ -21,7 +21,8 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFrame, QHBoxLayout, QHeaderView,
                                QLineEdit, QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
 
-from engine import APPROVE_REASONS, DecisionOutcome, OTHER, REJECT_REASONS, ReviewItem, ReviewStatus, RiskTier
+from engine import (APPROVE_REASONS, DecisionOutcome, OTHER, REJECT_REASONS, ReviewItem, ReviewStatus, RiskTier,
+                    ShiftTally)
 
 from .. import style, untrusted
 from ..batch import Coalescer
@@ -275,6 +276,8 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         header.setSectionResizeMode(QUESTION_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
 
+        self.shift = PlainLabel()                # each reviewer's progress over the shift (engine.review.shift)
+        self.shift.setWordWrap(True)
         self.selection = PlainLabel()            # "3 selected: 2 pending, 1 decided (skipped by A and R)"
         self.detail = SafeBrowser()
         self.detail.setPlaceholderText("Select a review item to see the answer, its candidates and their claims.")
@@ -310,6 +313,7 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         layout.setContentsMargins(0, 4, 0, 0)
         layout.setSpacing(4)
         layout.addLayout(top)
+        layout.addWidget(self.shift)
         layout.addWidget(body, 1)
         QWidget.setTabOrder(self.search, self.status_filter)
         QWidget.setTabOrder(self.status_filter, self.tier_filter)
@@ -337,6 +341,7 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         reviews = service.reviews
         reviews.sig_changed.connect(self.show_item)
         reviews.sig_loaded.connect(self.show_items)
+        reviews.sig_shift.connect(self.show_shift)
         reviews.sig_failed.connect(self._on_failed)
         reviews.sig_decided_many.connect(self._on_decided_many)
         reviews.sig_many_failed.connect(self._on_many_failed)
@@ -366,6 +371,12 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         current = self.current_item()
         self.model.set_items(items)
         self._restore_selection(selected, current.id if current is not None else None)
+
+    def show_shift(self, tally: ShiftTally) -> None:
+        self.shift.setText(tally.text())
+        self.shift.setToolTip(untrusted.tooltip(
+            "Each reviewer's decisions, approvals toward a high-risk quorum that another closed or that still wait, "
+            "items held now, and the median wait from arrival to their decision ([review] shift_h)"))
 
     def show_item(self, item: ReviewItem) -> None:
         """A new item, or a decision: the row is replaced in place; a new one is selected if nothing is.

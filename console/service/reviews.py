@@ -19,6 +19,7 @@ class ReviewsAdapter(Adapter):
     sig_failed = Signal(int, str)              # item id, why the decision was not saved
     sig_decided_many = Signal(object)          # tuple[DecisionOutcome, ...]: a bulk decision, item by item
     sig_many_failed = Signal(object, str)      # tuple of item ids, why none of them was decided
+    sig_shift = Signal(object)                 # ShiftTally: each reviewer's progress over the shift, with each load
 
     def load(self, every_decision: bool = False) -> asyncio.Task | None:
         """Reads the approval queue: every pending item, then the latest DECIDED_SHOWN decisions (all of
@@ -72,10 +73,12 @@ class ReviewsAdapter(Adapter):
         async def read():
             pending = await review.pending()
             decided = [i for i in await review.items(limit=decided_limit) if not i.pending]
-            return pending + decided
-        outcome, items = await self.core.attempt(read, context="the approval queue could not be read")
+            return pending + decided, await review.shift()
+        outcome, read_out = await self.core.attempt(read, context="the approval queue could not be read")
         if outcome is Attempt.DONE:
+            items, shift = read_out
             self.sig_loaded.emit(items)
+            self.sig_shift.emit(shift)
 
     async def _decide(self, item_id: int, approve: bool, reason: str, note: str) -> None:
         outcome, item = await self.core.attempt(

@@ -22,11 +22,16 @@ def add_parser(sub) -> None:
     """review list | approve ID | reject ID: the approval queue, on the database alone (no fleet)."""
     review = sub.add_parser("review", help="the approval queue: list, approve or reject answers waiting for an operator")
     actions = review.add_subparsers(dest="review_action", required=True,
-                                    metavar="{list,claim,unclaim,approve,reject}")
+                                    metavar="{list,shift,claim,unclaim,approve,reject}")
     listing = actions.add_parser("list", help="list review items (pending first)")
     listing.add_argument("--status", choices=["pending", "approved", "rejected", "all"], default="pending")
     listing.add_argument("--json", action="store_true", help="print a JSON list")
     add_db_option(listing)
+    shift = actions.add_parser("shift", help="each reviewer's decisions, approvals toward a quorum and holds over "
+                                             "the last hours (default [review] shift_h)")
+    shift.add_argument("--hours", type=float, default=None, help="how far back (default [review] shift_h, 8)")
+    shift.add_argument("--json", action="store_true", help="print a JSON list, a reviewer a line")
+    add_db_option(shift)
     for name, what in (("claim", "hold a pending item for 15 minutes, so nobody else decides it meanwhile"),
                        ("unclaim", "let go of your claim on an item")):
         action = actions.add_parser(name, help=what)
@@ -71,7 +76,7 @@ async def _review_run(args, path: StoreTarget) -> int:
     if args.review_action in ("approve", "reject"):
         check_decision(args.review_action == "approve", args.reason, args.note)   # before touching any file
     if not path.exists():
-        if args.review_action == "list":       # nothing asked yet: an empty queue, and no file created
+        if args.review_action in ("list", "shift"):     # nothing asked yet: an empty queue, and no file created
             print("[]" if args.json else f"No review items ({path}: no database here yet)")
             return ExitCode.OK
         raise InputError(f"review item #{args.id} does not exist ({path}: no database here yet)")
@@ -82,6 +87,9 @@ async def _review_run(args, path: StoreTarget) -> int:
         if args.review_action == "list":
             items = await queue.items(args.status, limit=None)
             print_review_items(items, args.status, args.json)
+            return ExitCode.OK
+        if args.review_action == "shift":
+            print_shift(await queue.shift(args.hours), args.json)
             return ExitCode.OK
         if args.review_action in ("claim", "unclaim"):
             from engine.review.queue import clock_time
@@ -102,6 +110,19 @@ async def _review_run(args, path: StoreTarget) -> int:
         await store.aclose()
     print(f"Review item #{item.id} {decision_line(item)}")
     return ExitCode.OK
+
+
+def print_shift(tally, as_json: bool) -> None:
+    """A reviewer a line (names quoted: a role's name is the operator's to choose), or JSON."""
+    import dataclasses
+    import json
+    from engine.untrusted import quoted
+    if as_json:
+        print(json.dumps([dataclasses.asdict(r) for r in tally.reviewers], indent=2))
+        return
+    print(f"Last {tally.hours:g} h:" if tally.reviewers else f"Last {tally.hours:g} h: no decisions, approvals or holds")
+    for reviewer in tally.reviewers:
+        print("  " + quoted(reviewer.operator) + reviewer.text()[len(reviewer.operator):])
 
 
 def decision_line(item) -> str:

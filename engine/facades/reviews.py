@@ -6,7 +6,7 @@ from typing import Awaitable, Callable, Iterable
 from ..errors import InputError
 from ..reputation.answer_evidence import DecidedAnswer
 from ..reputation.keeper import ReputationKeeper, ReputationUpdate
-from ..review import DecisionOutcome, ReviewItem, ReviewQueue, check_decision, check_operator
+from ..review import DecisionOutcome, ReviewItem, ReviewQueue, ShiftTally, check_decision, check_operator
 
 Changed = Callable[[ReputationUpdate], Awaitable[None]]     # ReputationFacade.changed
 
@@ -23,6 +23,11 @@ class ReviewsFacade:
 
     async def get(self, item_id: int | str) -> ReviewItem | None:
         return await self._queue.get(item_id)
+
+    async def shift(self, hours: float | None = None) -> ShiftTally:
+        """Each reviewer's progress over the last `hours` (default [review] shift_h): decisions, approvals toward a
+        quorum, holds, wait."""
+        return await self._queue.shift(hours)
 
     async def item_for(self, trace_id: str) -> ReviewItem | None:
         """The approval-queue item of the answer with this trace id, or None if it did not need review."""

@@ -4,6 +4,7 @@
     ReviewQueue(store)                    enqueue / pending / items / get / item_for / decide, on the store's thread
     ReviewItem, CandidateSummary, ClaimSummary, ReviewStatus
     DecisionOutcome                       one item of a bulk decision (Engine.decide_many): decided or refused
+    ShiftTally, ReviewerTally             each reviewer's progress over a shift (shift.py)
     Position, CascadeSummary, StageScoreSummary, AgentSummary
                                           what the item's payload says: competing positions, the cascade
                                           monitor's scores per stage, the agents involved (payload.py)
@@ -17,10 +18,11 @@ from .policy import (APPROVE_REASONS, OTHER, REJECT_REASONS, allowed_reasons_tex
                      needs_review, reasons_for)
 from .queue import (STATUS_FILTERS, CandidateSummary, ClaimSummary, DecisionOutcome, ReviewItem, ReviewQueue,
                     ReviewStatus)
+from .shift import ReviewerTally, ShiftTally
 
 __all__ = [
     "needs_review", "ReviewQueue", "ReviewItem", "ReviewStatus", "CandidateSummary", "ClaimSummary",
     "APPROVE_REASONS", "REJECT_REASONS", "OTHER", "STATUS_FILTERS", "reasons_for", "allowed_reasons_text",
     "check_decision", "check_operator", "DecisionOutcome", "Position", "CascadeSummary", "StageScoreSummary",
-    "AgentSummary",
+    "AgentSummary", "ShiftTally", "ReviewerTally",
 ]

@@ -29,6 +29,7 @@ from ..answer import Answer
 from .payload import (AgentSummary, CandidateSummary, CascadeSummary, ClaimSummary, Position, agents_from_payload,
                       candidates_from_payload, cascade_from_payload, decided_agents, positions_of)
 from .policy import check_decision, check_operator
+from .shift import ShiftTally, shift_tally
 
 __all__ = ["ReviewStatus", "ReviewItem", "DecisionOutcome", "ReviewQueue", "STATUS_FILTERS", "CandidateSummary",
            "ClaimSummary"]
@@ -408,6 +409,14 @@ class ReviewQueue:
         sql = f"{_SELECT} {where} {_ORDER} LIMIT ?"
         rows = self._store.execute(sql, [*args, NO_LIMIT if limit is None else int(limit)]).fetchall()
         return self._counted_all([_item(row) for row in rows])
+
+    async def shift(self, hours: float | None = None) -> ShiftTally:
+        """Each reviewer's decisions, approvals toward a quorum and holds over the last `hours` (default [review]
+        shift_h; engine.review.shift)."""
+        hours = self.settings.shift_h if hours is None else float(hours)
+        if not 0 < hours <= 24 * 31:
+            raise InputError(f"a shift of {hours:g} hours: give between a minute and a month")
+        return await self._store.call(lambda: shift_tally(self._store, hours, self._store.clock()))
 
     async def counts(self) -> dict[str, int]:
         """{"pending": n, "approved": n, "rejected": n}."""

@@ -16,6 +16,7 @@ class ReviewSettings:
     # Approvals by different operators a high-risk answer needs (a rejection by one ends it); 0: one on a desk's
     # own file, two on a team store. Nobody approves an answer to a question they asked.
     quorum_high: int = 0
+    shift_h: float = 8.0             # the Approvals panel's per-reviewer tally covers the last shift_h hours
 
     def quorum(self, tier: RiskTier, team: bool) -> int:
         if tier is not RiskTier.HIGH:

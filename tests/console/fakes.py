@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Sequence
 
-from engine import AgentState, AgentView, Answer, InputError, RiskTier, load_settings
+from engine import AgentState, AgentView, Answer, InputError, ReviewerTally, RiskTier, ShiftTally, load_settings
 from engine.alerts import AlertRow, Silence, muting
 from engine.alerts.silences import check_request
 from engine.events import AlertChanged, AlertsRaised, EngineReady, SilencesChanged
@@ -51,6 +51,15 @@ class FakeReviewQueue:
 
     async def get(self, item_id: int) -> ReviewItem | None:
         return self.by_id.get(int(item_id))
+
+    async def shift(self, hours: float | None = None) -> ShiftTally:
+        """Every decision the fake holds, by who made it (the real count: tests/engine/test_review_shift.py)."""
+        decided: dict[str, dict[str, int]] = {}
+        for item in self.by_id.values():
+            if not item.pending:
+                counts = decided.setdefault(item.decided_by, {"approved": 0, "rejected": 0})
+                counts[item.status.value] += 1
+        return ShiftTally(0.0, hours or 8.0, tuple(ReviewerTally(who, **n) for who, n in sorted(decided.items())))
 
 
 class FakeReputationTables:
@@ -164,7 +173,8 @@ class FakeEngine:
                           config=SimpleNamespace(agents=[v.spec for v in agents]))
         self.questions = Face(self, ask="ask")
         self.reviews = Face(self, decide="decide", decide_many="decide_many", claim="claim", unclaim="unclaim", pending=lambda: self.review.pending,
-                            items=lambda: self.review.items, get=lambda: self.review.get)
+                            items=lambda: self.review.items, get=lambda: self.review.get,
+                            shift=lambda: self.review.shift)
         self.reputation = Face(self, quarantine="quarantine", release="release", settings=self.settings.reputation,
                                history=lambda: self.trust.tables.history, alerts=lambda: self.trust.tables.alerts)
         self.alerts = Face(self, alerts="alerts_list", silences="silences", acknowledge="acknowledge_alert",

@@ -182,3 +182,24 @@ def test_a_viewer_desk_says_so_and_offers_no_act_it_may_not_do(qtbot, qasync_loo
     engine.emit(StoreLink(True, "reached again", 2.0))
     assert window.store_banner.isVisible() and "a viewer" in window.store_banner_text.text()
     assert errors == []
+
+
+def test_the_approvals_panel_shows_each_reviewers_shift_with_every_read(qtbot, qasync_loop, tmp_path):
+    import dataclasses
+    from engine import ReviewStatus
+    decided = dataclasses.replace(recorded.review_item(2), status=ReviewStatus.REJECTED, decided_by="alice",
+                                  decided_at=2.0, reason="factually wrong")
+    engine = FakeEngine(recorded.fleet_views(tmp_path), reviews=[recorded.review_item(1), decided])
+    session = fake_service(qtbot, engine)
+    window = MainWindow(session.service)
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(session.service.reviews.sig_shift, timeout=2_000):
+        window.approvals_panel.reload()
+    assert window.approvals_panel.shift.text() == "Last 8 h — alice: 0 approved, 1 rejected"
+    engine.review.by_id[1] = dataclasses.replace(recorded.review_item(1), status=ReviewStatus.APPROVED,
+                                                 decided_by="bob", decided_at=3.0)      # at another desk
+    with qtbot.waitSignal(session.service.reviews.sig_shift, timeout=2_000):
+        engine.emit(StoreChanged(frozenset({"approvals"}), 4.0))
+    assert window.approvals_panel.shift.text() == ("Last 8 h — alice: 0 approved, 1 rejected · "
+                                                   "bob: 1 approved, 0 rejected")
+    assert session.errors == []
