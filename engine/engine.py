@@ -41,6 +41,7 @@ from .pipeline import Pipeline, QuestionBlocked
 from .question.corpus import CorpusHashes
 from .question.decided import DecidedObserver, tell as tell_decided
 from .registry import AgentRegistry, AgentView, SlowRule
+from .reputation.identity import book_names
 from .reputation.keeper import ReputationKeeper
 from .retrieval import anomaly
 from .retrieval.secure import SecureRetrieval
@@ -241,6 +242,8 @@ class Engine:
             self.subscribe(self.telemetry.on_event)
         parts.keyring.load(config)     # a missing or bad key is a ConfigError before anything opens
         await parts.store.open()
+        # On a team store the book names each agent by its identity: two desks' agents sharing an id stay apart.
+        parts.reputation.tables.names = book_names(config.agents, parts.keyring.get, parts.store.target.shared)
         parts.registry.load_stats(await parts.store.agent_stats())
         await parts.reputation.load(((a.id, a.role) for a in config.agents), save=not self.read_only)
         self.reputation.show(a.id for a in config.agents)

@@ -87,3 +87,14 @@ def reported(command: Callable[[], int]) -> int:
     except QuorumError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.FAILURE
+
+
+def cli_book_names(fleet, store):
+    """The reputation book's names for this desk's fleet, as its engine gives them (engine.reputation.identity):
+    identities on a team store, read with the fleet's configured keys."""
+    from engine.agents.auth import Keyring
+    from engine.reputation.identity import book_names
+    keyring = Keyring()
+    if store.target.shared:
+        keyring.load(fleet)
+    return book_names(fleet.agents, keyring.get, store.target.shared)

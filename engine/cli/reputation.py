@@ -84,6 +84,7 @@ async def _run(args, fleet, settings) -> int:
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
     from engine.reputation.keeper import ReputationKeeper
+    from .common import cli_book_names
     action = getattr(args, "agents_action", None)
     ids = [a.id for a in fleet.agents]
     if action:
@@ -95,6 +96,7 @@ async def _run(args, fleet, settings) -> int:
     await store.open()
     try:
         keeper = ReputationKeeper(store, settings.reputation)
+        keeper.tables.names = cli_book_names(fleet, store)
         await keeper.load((a.id, a.role) for a in fleet.agents)
         if action == "quarantine":
             await keeper.quarantine(args.id, args.reason, args.operator)

@@ -104,6 +104,10 @@ async def _review_run(args, path: StoreTarget) -> int:
             return ExitCode.OK
         # The agents behind the answer gain or lose by the decision, as they do when it is made in the console.
         keeper = ReputationKeeper(store, load_settings(getattr(args, "settings", None)).reputation)
+        if store.target.shared:         # the book names this desk's agents as its engine does
+            from engine import load_fleet
+            from .common import cli_book_names
+            keeper.tables.names = cli_book_names(load_fleet(getattr(args, "fleet", None)), store)
         await keeper.load(())
         await keeper.after_decision(DecidedAnswer.from_payload(item.payload), args.review_action == "approve")
     finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import add_common_options, default_operator, reported, store_of
+from .common import add_common_options, cli_book_names, default_operator, reported, store_of
 from .exit_codes import ExitCode
 
 
@@ -32,6 +32,7 @@ def _migrate(args: argparse.Namespace) -> int:
     from engine.errors import InputError
     from engine.schema import MIGRATIONS
     from engine.store.db import Store
+    from engine import load_fleet
     from engine.store.move import move_history
     from engine.store.target import Backend, store_target
     source_target = store_target(args.source)
@@ -47,9 +48,12 @@ def _migrate(args: argparse.Namespace) -> int:
     try:
         destination.open_sync()
         try:
+            # The desk's agents, named in the team's reputation book as this desk's engine names them there.
+            names = cli_book_names(load_fleet(args.fleet), destination).names
             report = move_history(source, destination, args.operator,
                                   progress=lambda table, rows: print(f"\r{table}: {rows} rows", end="",
-                                                                     file=sys.stderr, flush=True))
+                                                                     file=sys.stderr, flush=True),
+                                  book_names=names)
         finally:
             destination.close_sync()
     finally:

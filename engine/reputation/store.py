@@ -14,6 +14,7 @@ from ..alerts import table as alert_table
 from ..alerts.book import AlertBook
 from ..alerts.row import AlertRow, NewAlert
 from ..store.db import Store
+from .identity import BookNames
 
 TRUST_COLUMNS = ("agent_id", "role", "log_odds", "state", "first_seen", "last_change_at", "last_change_why",
                  "good_streak")
@@ -46,6 +47,7 @@ _UPSERT_TRUST = (f"INSERT INTO trust ({', '.join(TRUST_COLUMNS)}) VALUES ({', '.
 class ReputationTables:
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.names = BookNames()        # how rows name agents: by id, or on a team store by identity (identity.py)
 
     # --- writes ----------------------------------------------------------------------------
     async def save(self, standings: Sequence[Mapping[str, Any]], points: Sequence[ScorePoint] = (),
@@ -57,10 +59,12 @@ class ReputationTables:
     def save_sync(self, standings, points=(), alerts=(), audit=()) -> list[int]:
         def write() -> list[int]:
             for row in standings:
-                self.store.execute(_UPSERT_TRUST, [row[c] for c in TRUST_COLUMNS])
+                self.store.execute(_UPSERT_TRUST, [self.names.stored(row[c]) if c == "agent_id" else row[c]
+                                                   for c in TRUST_COLUMNS])
             for p in points:
                 self.store.execute("INSERT INTO trust_history (agent_id, score, state, trace_id, why, at) "
-                             "VALUES (?, ?, ?, ?, ?, ?)", (p.agent_id, p.score, p.state, p.trace_id, p.why, p.at))
+                                   "VALUES (?, ?, ?, ?, ?, ?)",
+                                   (self.names.stored(p.agent_id), p.score, p.state, p.trace_id, p.why, p.at))
             ids = [alert_table.insert_alert(self.store, a) for a in alerts]
             for entry in audit:
                 self.store.append_audit(entry.trace_id, entry.actor, entry.type, entry.payload)
@@ -79,7 +83,8 @@ class ReputationTables:
         return await self.store.call(self.standings_sync)
 
     def standings_sync(self) -> list[dict[str, Any]]:
-        return self.store.query(f"SELECT {', '.join(TRUST_COLUMNS)} FROM trust ORDER BY agent_id")
+        rows = self.store.query(f"SELECT {', '.join(TRUST_COLUMNS)} FROM trust ORDER BY agent_id")
+        return [row | {"agent_id": agent_id} for row in rows if (agent_id := self.names.local(row["agent_id"]))]
 
     async def history(self, since: float = 0.0) -> list[ScorePoint]:
         return await self.store.call(self.history_sync, since)
@@ -87,7 +92,7 @@ class ReputationTables:
     def history_sync(self, since: float = 0.0) -> list[ScorePoint]:
         rows = self.store.execute("SELECT agent_id, score, state, trace_id, why, at FROM trust_history "
                                           "WHERE at >= ? ORDER BY at, id", [since]).fetchall()
-        return [ScorePoint(*r) for r in rows]
+        return [ScorePoint(agent_id, *r[1:]) for r in rows if (agent_id := self.names.local(r[0]))]
 
     async def alerts(self, open_only: bool = False, limit: int = 200) -> list[AlertRow]:
         return await self.store.call(self.alerts_sync, open_only, limit)

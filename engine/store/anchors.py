@@ -130,3 +130,11 @@ def check_anchors(store: Store, anchors: Path, key_file: Path) -> AnchorCheck:
         else:
             held += 1
     return AnchorCheck(held, tuple(problems))
+
+
+def desk_id(key_file: Path | None = None) -> str:
+    """This desk's stable name among a team's (the reputation book names its own built-in agents by it): derived
+    from the anchors' signing key, made once per user and machine, so it needs no file of its own and says
+    nothing of the key."""
+    key = _key(key_file or default_anchor_files()[1])
+    return hashlib.sha256(b"quorum desk\0" + key).hexdigest()[:12]

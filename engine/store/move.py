@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from ..errors import InputError, StoreError
 from .audit_log import AuditLog
@@ -42,10 +42,18 @@ def _head(store: Store) -> tuple[int, str]:
     return (int(row[0]), str(row[1])) if row else (0, "")
 
 
+# The reputation book's tables, whose agent_id is the book's name for an agent (engine.reputation.identity).
+_BOOK_TABLES = ("trust", "trust_history")
+
+
 def move_history(source: Store, destination: Store, by: str,
-                 progress: Callable[[str, int], None] = lambda table, rows: None) -> MoveReport:
-    """Both stores open, on this thread. Raises InputError when the source's chain is broken or the destination
-    already holds records, StoreError when a write fails (then nothing was moved)."""
+                 progress: Callable[[str, int], None] = lambda table, rows: None,
+                 book_names: Mapping[str, str] | None = None) -> MoveReport:
+    """Both stores open, on this thread. book_names: agent id -> its name in the team store's reputation book (the
+    desk's agents as its engine names them there), so the moved standing stays this desk's agents' own. Raises
+    InputError when the source's chain is broken or the destination already holds records, StoreError when a
+    write fails (then nothing was moved)."""
+    names = dict(book_names or {})
     if not source.sqlite:
         raise InputError(f"{source.path}: the history to move comes from a desk's SQLite file")
     status = AuditLog(source).verify_sync()
@@ -73,8 +81,12 @@ def move_history(source: Store, destination: Store, by: str,
             insert = (f"INSERT INTO {table} ({', '.join(columns)}) "
                       f"VALUES ({', '.join('?' for _ in columns)})")
             count = 0
+            renamed = columns.index("agent_id") if table in _BOOK_TABLES and names else None
             for rows in iter(lambda: result.fetchmany(_BATCH), []):
-                destination.executemany(insert, [tuple(r) for r in rows])
+                batch = [tuple(r) for r in rows]
+                if renamed is not None:
+                    batch = [(*r[:renamed], names.get(r[renamed], r[renamed]), *r[renamed + 1:]) for r in batch]
+                destination.executemany(insert, batch)
                 count += len(rows)
                 progress(table, count)
             moved[table] = count

@@ -11,6 +11,7 @@ from engine.alerts.row import NewAlert
 from engine.record import record_answer_sync
 from engine.review import ReviewQueue
 from engine.schema import MIGRATIONS
+from engine.store.anchors import desk_id
 from engine.store.db import Store
 from engine.types import AgentOutcome, CallStatus, RiskTier, Role, Verdict
 from engine.answer import Answer
@@ -34,6 +35,9 @@ def desk_file(path: Path) -> Path:
         record_answer_sync(store, answer(f"t{n}"), also=queue.insert_in_transaction(answer(f"t{n}"), "high risk"))
     store.transaction(lambda: alert_table.insert_alert(store, NewAlert("agent_down", "ret-a", "down", "t1", 1.5)))
     store.audit_sync("", "alice", "note", {"text": "shift handover"})
+    # A standing for one of the default fleet's agents, and one for an agent no longer in it.
+    store.execute("INSERT INTO trust (agent_id, role, log_odds, state, first_seen) VALUES "
+                  "('ret-bm25', 'retriever', 1.5, 'active', 1.0), ('ret-gone', 'retriever', 0.0, 'active', 1.0)")
     store.close_sync()
     return path
 
@@ -67,6 +71,9 @@ def test_a_desk_history_moves_into_the_team_store_and_verifies(tmp_path, postgre
     store.open_sync()
     new_id = store.transaction(lambda: alert_table.insert_alert(store, NewAlert("agent_down", "ret-b", "x", "t9", 2.0)))
     assert new_id == 2
+    # The book's rows now name the desk's built-in agent as its engine names it on the team store (its desk).
+    named = dict(store.execute("SELECT agent_id, log_odds FROM trust").all())
+    assert named == {f"ret-bm25@desk-{desk_id()}": 1.5, "ret-gone": 0.0}
     store.close_sync()
     again = main("store", "migrate", "--from", str(source), "--db", postgres_schema)
     assert again.returncode == 2 and "already holds records" in again.stderr
