@@ -279,6 +279,8 @@ class Engine:
         assert self._watch is not None
         await self._watch.start()
         for view in self.parts.registry.all():
+            if view.spec.enabled:
+                view = self.parts.registry.mark_stopped(view.spec.id, "not run here: a viewer's desk asks no agent")
             self._emit(AgentChanged(view, "", self.parts.clock()))
         self._emit(EngineReady(0, self.parts.clock()))
 

@@ -620,6 +620,7 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
 
     # --- state -----------------------------------------------------------------------------
     def on_engine_ready(self) -> None:
+        self._on_model_changed()        # "deciding as" the role signed in, or "reading as" on a viewer's desk
         self.reload()
 
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
@@ -719,7 +720,8 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         decided_shown = self.proxy.rowCount() - pending_shown
         shown_p = f" ({pending_shown} shown)" if pending_shown != pending else ""
         shown_d = f" ({decided_shown} shown)" if decided_shown != decided else ""
-        self.summary.setText(f"<b>{pending} pending</b>{shown_p} · {decided} decided{shown_d} · deciding as "
+        acting = "reading as" if self._service.reads_only else "deciding as"
+        self.summary.setText(f"<b>{pending} pending</b>{shown_p} · {decided} decided{shown_d} · {acting} "
                              f"<b>{html_text(self._service.operator)}</b>")
         self._fitting.add(True)             # once per burst of new items, not per item
         self.sig_pending_changed.emit(pending)

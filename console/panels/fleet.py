@@ -556,6 +556,8 @@ class FleetPanel(ShownMixin, EnginePanel):
             return False, "Select an agent first"
         if not self._accepting:
             return False, "Waiting for the engine"
+        if self._service.reads_only:
+            return False, self._service.viewer_text()
         agent = view.spec.id
         if action is TrustAction.QUARANTINE:
             if view.trust_state == "quarantined":
@@ -625,6 +627,8 @@ class FleetPanel(ShownMixin, EnginePanel):
         agents = len(fleet.builtin_agents())
         if not self._accepting:
             return False, "Waiting for the engine"
+        if self._service.reads_only:
+            return False, self._service.viewer_text()
         if not agents:
             return False, "This fleet has no built-in agents to start or stop"
         if fleet.running is not None:

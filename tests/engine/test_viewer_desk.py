@@ -34,6 +34,7 @@ async def test_a_viewer_desk_reads_writes_nothing_and_its_refused_act_reaches_th
     async with viewer:
         assert viewer.read_only and viewer.signed_in == names[VIEWER]
         assert viewer.parts.launcher is not None and viewer.parts.launcher._children == {}     # no agent launched
+        assert all(v.stopped and "a viewer's desk" in v.detail for v in viewer.fleet.agents() if v.spec.enabled)
         with pytest.raises(InputError, match="a viewer of the team store"):
             await viewer.questions.ask("What are the moons of Mars?")
         with pytest.raises(StoreRefused, match="this role may not do that"):
