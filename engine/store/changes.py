@@ -3,7 +3,8 @@
 On PostgreSQL every commit that wrote something announces its tables on one channel (engine.store.db,
 pg_notify inside the transaction: delivered at commit, never for a rollback). `ChangeWatch` listens on a
 connection of its own, in a thread of its own, and hands each other desk's announcement to `on_change` on the
-asyncio loop. The connection comes back by itself after the server went away (every `retry_s`), and the first
+asyncio loop. The channel is the whole database's, so an announcement names its schema, and a store hears only
+its own schema's. The connection comes back by itself after the server went away (every `retry_s`), and the first
 thing it reports then is "everything may have changed".
 
 On SQLite, where desks share one file, a commit by another connection moves the file's PRAGMA data_version:
@@ -134,8 +135,9 @@ class ChangeWatch:
         try:
             message = json.loads(payload)
             desk, tables = str(message["desk"]), frozenset(str(t) for t in message["tables"])
-        except (ValueError, KeyError, TypeError):
+            schema = str(message.get("schema", self.store.schema))
+        except (ValueError, KeyError, TypeError, AttributeError):
             self._deliver(EVERYTHING)       # not ours to read: say that something changed
             return
-        if desk != self.store.desk:
+        if desk != self.store.desk and schema == self.store.schema:    # another store in this database: not news
             self._deliver(tables)

@@ -130,6 +130,7 @@ class Store:
         self._in_transaction = False
         self.signed_in: str | None = None       # the PostgreSQL role this store signed in as (None on SQLite)
         self.may_write = True                   # False for a role not granted the audit chain (a viewer)
+        self.schema = ""                        # PostgreSQL: the schema the store's tables are in (one per store)
         self.online = True                      # False from a lost server connection until one is made again
         # Told when the server is lost or reached again (online, why), on the store's thread.
         self.on_link: Callable[[bool, str], None] = lambda online, why: None
@@ -221,6 +222,7 @@ class Store:
             self._grant()
         self._transaction(steps)
         self.signed_in = str(self.execute("SELECT session_user").scalar_one())
+        self.schema = str(self.execute("SELECT current_schema()").scalar_one())
         self.may_write = bool(self.execute("SELECT has_table_privilege('audit', 'INSERT')").scalar())
 
     def _grant(self) -> None:
@@ -341,7 +343,9 @@ class Store:
         commits, and never if it rolls back). SQLite's desks see a change by PRAGMA data_version instead."""
         touched, self._touched = self._touched, set()
         if touched and not self.sqlite:
-            message = json.dumps({"desk": self.desk, "tables": sorted(touched)}, separators=(",", ":"))
+            # The channel is the database's: the schema says which store of the database changed.
+            message = json.dumps({"desk": self.desk, "schema": self.schema, "tables": sorted(touched)},
+                                 separators=(",", ":"))
             self.conn.execute(_statement("SELECT pg_notify(?, ?)"), _bind([CHANGES_CHANNEL, message]))
 
     def insert(self, sql: str, params: Params = ()) -> int:

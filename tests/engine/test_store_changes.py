@@ -62,3 +62,30 @@ async def test_a_rolled_back_write_is_not_announced(postgres_schema):
         await here.aclose()
         await there.aclose()
 
+
+
+async def test_a_commit_to_another_store_in_the_same_database_is_not_news(postgres_schema):
+    import uuid
+
+    import psycopg
+    from tests.conftest import TEST_PG
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(TEST_PG, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    try:
+        here, elsewhere = await opened(postgres_schema), await opened(f"{TEST_PG}?options=-csearch_path%3D{name}")
+        there = await opened(postgres_schema)
+        seen: asyncio.Queue[frozenset[str]] = asyncio.Queue()
+        watch = ChangeWatch(here, seen.put_nowait)
+        await watch.start()
+        try:
+            await elsewhere.call(lambda: elsewhere.transaction(lambda: alert_table.insert_alert(elsewhere, alert("x"))))
+            await there.call(lambda: there.audit_sync("", "bob", "note", {}))
+            assert await asyncio.wait_for(seen.get(), BOUND_S) == frozenset({"audit"})     # the alert was another's
+        finally:
+            await watch.aclose()
+            for store in (here, elsewhere, there):
+                await store.aclose()
+    finally:
+        with psycopg.connect(TEST_PG, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {name} CASCADE")
