@@ -1,7 +1,8 @@
-"""`main.py bench` (naive RAG beside the fast, standard and high paths) and `main.py bench soak`.
+"""`main.py bench` (naive RAG beside the fast, standard and high paths), `main.py bench soak` and `bench team`.
 
     main.py bench [--questions N] [--rounds R] [--concurrency C] [--json PATH] [--fleet F] [--settings S]
     main.py bench soak [--agents 50] [--rate 10] [--minutes 10] [--json PATH]
+    main.py bench team [--desks 3] [--rate 1] [--minutes 5] [--db URL] [--write-minutes 1] [--json PATH]
 
 `bench ui` (the console's responsiveness) is console.bench_ui's; main.py adds it beside these.
 """
@@ -20,6 +21,7 @@ from engine.config import PROJECT_ROOT
 
 DEFAULT_JSON = PROJECT_ROOT / "reports" / "bench" / "bench.json"
 DEFAULT_SOAK_JSON = PROJECT_ROOT / "reports" / "bench" / "soak.json"
+DEFAULT_TEAM_JSON = PROJECT_ROOT / "reports" / "bench" / "team.json"
 DEMO_QUESTIONS = PROJECT_ROOT / "resources" / "demo_questions.jsonl"
 
 
@@ -27,7 +29,8 @@ def add_parser(subparsers) -> tuple[argparse.ArgumentParser, argparse._SubParser
     """The bench parser (its own options: the paths bench) and its sub-commands, for main.py to add `ui` to."""
     bench = subparsers.add_parser(
         "bench", help="benchmarks: naive RAG beside Quorum's fast, standard and high paths (latency per question "
-                      "and stage, overhead, questions/s, cache hits, memory); `bench soak`; `bench ui`")
+                      "and stage, overhead, questions/s, cache hits, memory); `bench soak`; `bench team`; "
+                      "`bench ui`")
     bench.add_argument("--questions", type=Path, default=DEMO_QUESTIONS, metavar="FILE",
                        help="JSON Lines of {id, question, answers} (default: the demo questions)")
     bench.add_argument("--limit", type=int, default=None, help="use the first N questions")
@@ -42,9 +45,11 @@ def add_parser(subparsers) -> tuple[argparse.ArgumentParser, argparse._SubParser
                        ("--settings", "engine settings file (default: config/engine.toml)"),
                        ("--corpus", "folder of .md/.txt files the built-in retrievers index")):
         bench.add_argument(flag, type=Path, default=argparse.SUPPRESS, help=what)
-    kinds = bench.add_subparsers(dest="bench_kind", metavar="{soak,ui}")
+    kinds = bench.add_subparsers(dest="bench_kind", metavar="{soak,team,ui}")
     from .soak import add_soak_parser
+    from .team import add_team_parser
     add_soak_parser(kinds, DEFAULT_SOAK_JSON)
+    add_team_parser(kinds, DEFAULT_TEAM_JSON)
     return bench, kinds
 
 
@@ -53,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "bench_kind", None) == "soak":
         from .soak import run_soak
         return run_soak(args)
+    if getattr(args, "bench_kind", None) == "team":
+        from .team import run_team
+        return run_team(args)
     try:
         if args.rounds < 1 or args.concurrency < 1:
             raise ValueError("--rounds and --concurrency must be at least 1")
