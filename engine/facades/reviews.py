@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable, Iterable
 
-from ..errors import InputError
+from ..errors import InputError, StoreError
 from ..reputation.answer_evidence import DecidedAnswer
 from ..reputation.keeper import ReputationKeeper, ReputationUpdate
 from ..review import DecisionOutcome, ReviewItem, ReviewQueue, ShiftTally, check_decision, check_operator
@@ -44,7 +44,13 @@ class ReviewsFacade:
         """An operator's decision on a waiting answer; the agents behind the answer gain or lose by it."""
         item = await self._queue.decide(item_id, approve, operator, reason, note)
         if not item.pending:        # an approval counted toward a quorum decides nothing yet
-            await self._changed(await self._keeper.after_decision(DecidedAnswer.from_payload(item.payload), approve))
+            try:
+                await self._changed(await self._keeper.after_decision(DecidedAnswer.from_payload(item.payload),
+                                                                      approve))
+            except StoreError as exc:
+                # The decision committed in a transaction of its own: the error must not say that nothing was written.
+                raise StoreError(f"review item #{item.id} was {item.status.value} by {operator}, and that is saved; "
+                                 f"the agents' reputation did not move by it: {exc}") from exc
         return item
 
     async def decide_many(self, item_ids: Iterable[int], approve: bool, operator: str, reason: str,

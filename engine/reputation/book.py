@@ -208,6 +208,18 @@ class ReputationBook:
 
     # ----- persistence --------------------------------------------------------------------------------------
 
+    def checkpoint(self) -> dict[str, tuple[float, StandingState, int, float, str]]:
+        """Each agent's standing as the store keeps it (to_rows), as it is now: for restore()."""
+        return {a.agent_id: (a.log_odds, a.state, a.good_streak, a.last_change_at, a.last_change_why)
+                for a in self._agents.values()}
+
+    def restore(self, checkpoint: Mapping[str, tuple[float, StandingState, int, float, str]]) -> None:
+        """Puts each agent's standing back to `checkpoint`: a change the store refused leaves the book too."""
+        for agent_id, (log_odds, state, good_streak, at, why) in checkpoint.items():
+            if (a := self._agents.get(agent_id)) is not None:
+                a.log_odds, a.state, a.good_streak, a.last_change_at, a.last_change_why = (log_odds, state,
+                                                                                           good_streak, at, why)
+
     def to_rows(self) -> list[dict[str, Any]]:
         """Plain dicts (ROW_KEYS) for the store; `load` on a new book continues exactly where this one stands."""
         return [{"agent_id": a.agent_id, "role": a.role.value, "log_odds": a.log_odds, "state": a.state.value,

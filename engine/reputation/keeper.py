@@ -5,11 +5,13 @@ The book itself (engine.reputation.book) is pure logic; this is where its events
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Iterable, Sequence
 
 from ..alerts.row import AlertRow, NewAlert
+from ..errors import StoreError
 from ..store.db import REPUTATION_LOCK, Store
 from ..types import CallStatus, RiskTier, Role, to_jsonable
 from ..answer import Answer
@@ -41,6 +43,7 @@ class ReputationKeeper:
         self.tables = ReputationTables(store)
         self.book = ReputationBook(settings, clock=clock or store.clock)
         self._clock = clock or store.clock
+        self._turns = asyncio.Lock()
 
     # --- lifecycle -------------------------------------------------------------------------
     async def load(self, agents: Iterable[tuple[str, Role]], save: bool = True) -> None:
@@ -58,13 +61,28 @@ class ReputationKeeper:
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
         """From reading the standing to saving the change, this book holds the team store's reputation turn: two
-        desks' updates to one agent never write over each other (engine.store.db.Store.take_turn)."""
+        desks' updates to one agent never write over each other (engine.store.db.Store.take_turn). On this desk
+        too, one turn at a time (the server's lock is the session's, which all of this desk's turns share)."""
         store = self.tables.store
-        await store.call(store.take_turn, REPUTATION_LOCK)
-        try:
-            yield
-        finally:
-            await store.call(store.end_turn, REPUTATION_LOCK)
+        async with self._turns:
+            await store.call(store.take_turn, REPUTATION_LOCK)
+            before = self.book.checkpoint()
+            try:
+                yield
+            except BaseException:
+                # Not saved (the server went away, the disk is full): the book goes back to what the store holds, or
+                # this desk would act on a standing nobody else sees ("already quarantined"). What this turn's sync
+                # took in is newer in the store than the book, and the next sync takes it in again.
+                self.book.restore(before)
+                raise
+            finally:
+                try:
+                    await store.call(store.end_turn, REPUTATION_LOCK)
+                except StoreError:
+                    if store.online:
+                        raise
+                    # The turn is a lock of the server session that went with the lost connection: it ended there.
+                    # What the turn saved before that is saved, and must not be reported as refused.
 
     async def sync(self) -> list[str]:
         """Takes in changes another process made to the same file (the CLI's quarantine, release or

@@ -1,11 +1,11 @@
 """The engine under load in its own process, for tests/engine/test_durability.py to kill with SIGKILL.
 
-`python tests/engine/durability_driver.py FLEET SETTINGS DB CACHE` starts the engine (main.py's headless
-path: Engine on a fleet of real agent processes), then runs at once: questions two at a time (high-risk ones
-wait in the approval queue), review decisions on the pending items, quarantine and release of one agent, and
-acknowledgements of open alerts. After each awaited write returns it prints one JSON line, "acknowledged":
-what was written and the audit chain's head (seq, hash) as this process then read it from the database. It
-stops by itself after MAX_SECONDS; the test kills it long before.
+`python tests/engine/durability_driver.py FLEET SETTINGS STORE CACHE` starts the engine (main.py's headless
+path: Engine on a fleet of real agent processes) on STORE, a SQLite file or a postgresql:// URL, then runs at
+once: questions two at a time (high-risk ones wait in the approval queue), review decisions on the pending
+items, quarantine and release of one agent, and acknowledgements of open alerts. After each awaited write
+returns it prints one JSON line, "acknowledged": what was written and the audit chain's head (seq, hash) as
+this process then read it from the store. It stops by itself after MAX_SECONDS; the test kills it long before.
 """
 from __future__ import annotations
 
@@ -32,12 +32,14 @@ def say(kind: str, **fields) -> None:
 
 async def head(engine: Engine) -> dict:
     """The audit chain's last event and the score history's last row, read back after the write returned."""
+    store = engine.parts.store
+
     def read() -> dict:
-        conn = engine.parts.store
-        seq, digest = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        trust = conn.execute("SELECT id, agent_id, score, state FROM trust_history ORDER BY id DESC LIMIT 1").fetchone()
-        return {"audit_seq": seq, "audit_hash": digest, "trust_row": list(trust) if trust else None}
-    return await engine.parts.store.call(read)
+        [audit] = store.query("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+        trust = store.query("SELECT id, agent_id, score, state FROM trust_history ORDER BY id DESC LIMIT 1")
+        return {"audit_seq": audit["seq"], "audit_hash": audit["hash"],
+                "trust_row": [trust[0][k] for k in ("id", "agent_id", "score", "state")] if trust else None}
+    return await store.call(read)
 
 
 async def ask_forever(engine: Engine, lane: int, stop: float) -> None:
@@ -64,6 +66,8 @@ async def decide_forever(engine: Engine, stop: float) -> None:
                                           else "insufficient evidence")
         except InputError:
             continue
+        # On a team store a high-risk item needs two approvers: alice's approval is counted and the item still
+        # waits (status "pending") until her rejection, or another's approval, decides it.
         say("decision", item=decided.id, trace_id=decided.trace_id, status=decided.status.value,
             **await head(engine))
         approve = not approve
@@ -91,8 +95,8 @@ async def acknowledge_forever(engine: Engine, stop: float) -> None:
         say("alert", alert=row.id, by=row.acknowledged_by, **await head(engine))
 
 
-async def main(fleet: Path, settings: Path, db: Path, cache: Path) -> None:
-    engine = Engine(load_fleet(fleet), load_settings(settings), db_path=db, cache_dir=cache)
+async def main(fleet: Path, settings: Path, store: str, cache: Path) -> None:
+    engine = Engine(load_fleet(fleet), load_settings(settings), db_path=store, cache_dir=cache)   # a file or a URL
     async with engine:
         print(json.dumps({"ready": True, "pids": {a: engine.parts.launcher.pid(a) for a in engine.parts.launcher.urls()}}),
               flush=True)
@@ -102,4 +106,5 @@ async def main(fleet: Path, settings: Path, db: Path, cache: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*map(Path, sys.argv[1:5])))
+    fleet_file, settings_file, store_arg, cache_dir = sys.argv[1:5]
+    asyncio.run(main(Path(fleet_file), Path(settings_file), store_arg, Path(cache_dir)))
