@@ -21,6 +21,7 @@ import logging
 import re
 import time
 import uuid
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
@@ -50,6 +51,7 @@ SCHEMA_LOCK = 0x5155_4f53
 REPUTATION_LOCK = 0x5155_4f54   # many desks' reputation books take turns (engine.reputation.keeper)
 _QMARK = re.compile(r"'(?:[^']|'')*'|\?")
 _WRITES = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
+_XACT_LOCK = "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))"
 # The channel every desk on one PostgreSQL store listens on (engine.store.changes): which tables a commit changed.
 CHANGES_CHANNEL = "quorum_changes"
 
@@ -210,9 +212,11 @@ class Store:
                 driver.executescript(f"BEGIN; {step.script} PRAGMA user_version={step.version}; COMMIT;")
             return
 
+        self.schema = str(self.execute("SELECT current_schema()").scalar() or "")
+
         def steps() -> None:
             # Desks that open a new team store together: one runs the steps, the others wait and find them run.
-            self.execute("SELECT pg_advisory_xact_lock(?)", [SCHEMA_LOCK])
+            self.execute(_XACT_LOCK, self.lock_keys(SCHEMA_LOCK))
             version = self._schema_version()
             if version > latest:
                 raise StoreError(f"{self.path}: database schema {version} is newer than this Quorum ({latest})")
@@ -222,7 +226,6 @@ class Store:
             self._grant()
         self._transaction(steps)
         self.signed_in = str(self.execute("SELECT session_user").scalar_one())
-        self.schema = str(self.execute("SELECT current_schema()").scalar_one())
         self.may_write = bool(self.execute("SELECT has_table_privilege('audit', 'INSERT')").scalar())
 
     def _grant(self) -> None:
@@ -360,11 +363,16 @@ class Store:
         """PostgreSQL: waits for, then holds, a session-wide advisory lock that other desks' stores take too (held
         again by this store, it counts up). SQLite: nothing, a file's desks share the one write lock instead."""
         if not self.sqlite:
-            self.execute("SELECT pg_advisory_lock(?)", [lock])
+            self.execute("SELECT pg_advisory_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))", self.lock_keys(lock))
 
     def end_turn(self, lock: int) -> None:
         if not self.sqlite:
-            self.execute("SELECT pg_advisory_unlock(?)", [lock])
+            self.execute("SELECT pg_advisory_unlock(CAST(? AS INTEGER), CAST(? AS INTEGER))", self.lock_keys(lock))
+
+    def lock_keys(self, lock: int) -> tuple[int, int]:
+        """An advisory lock's two keys on PostgreSQL: this store's schema, then the lock. Advisory locks are the
+        whole database's, so two team stores in one database (two schemas) never wait on each other's."""
+        return zlib.crc32(self.schema.encode("utf-8")) - 2 ** 31, lock
 
     def indexed_by(self, index: str) -> str:
         """SQLite's hint to use one index ("" on PostgreSQL, whose planner takes no hints)."""
@@ -410,7 +418,7 @@ class Store:
         """Inside a transaction: the audit chain's turn, held until it ends (SQLite's BEGIN IMMEDIATE already
         holds the file's one write lock)."""
         if not self.sqlite:
-            self.execute("SELECT pg_advisory_xact_lock(?)", [AUDIT_LOCK])
+            self.execute(_XACT_LOCK, self.lock_keys(AUDIT_LOCK))
 
     def _driver_in_transaction(self) -> bool:
         driver = self.conn.connection.driver_connection

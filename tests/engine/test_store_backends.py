@@ -179,3 +179,29 @@ def test_a_team_store_writes_the_servers_time(postgres_schema, monkeypatch):
     written, server = store.execute("SELECT at, extract(epoch FROM clock_timestamp()) FROM audit").one()
     assert abs(float(server) - written) < 60.0
     store.close_sync()
+
+
+def test_two_stores_in_one_database_never_wait_on_each_others_chain(postgres_schema):
+    """Advisory locks are the whole database's: each store's carry its schema, so a chain held in one schema does
+    not hold back the other's appends."""
+    import uuid
+
+    import psycopg
+    from engine.store.db import AUDIT_LOCK
+    from tests.conftest import TEST_PG
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(TEST_PG, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+        here, other = Store(postgres_schema, MIGRATIONS), Store(f"{TEST_PG}?options=-csearch_path%3D{name}", MIGRATIONS)
+        here.open_sync()
+        other.open_sync()
+        try:
+            assert here.lock_keys(AUDIT_LOCK) != other.lock_keys(AUDIT_LOCK)
+            conn.execute("SELECT pg_advisory_lock(%s, %s)", here.lock_keys(AUDIT_LOCK))    # here's chain is held
+            other.execute("SET lock_timeout = '5s'")
+            assert other.audit_sync("", "bob", "note", {}) == 1                              # the other's is not
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", here.lock_keys(AUDIT_LOCK))
+        finally:
+            here.close_sync()
+            other.close_sync()
+            conn.execute(f"DROP SCHEMA {name} CASCADE")

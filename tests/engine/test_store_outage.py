@@ -169,7 +169,7 @@ async def killed_mid_write(engine: Engine, admin: psycopg.Connection, write: Awa
     the error the write raised."""
     store = engine.parts.store
     pid = await store.call(backend_pid, store)
-    admin.execute("SELECT pg_advisory_lock(%s)", [AUDIT_LOCK])
+    admin.execute("SELECT pg_advisory_lock(%s, %s)", store.lock_keys(AUDIT_LOCK))
     try:
         in_flight = asyncio.ensure_future(write)
 
@@ -179,7 +179,7 @@ async def killed_mid_write(engine: Engine, admin: psycopg.Connection, write: Awa
         await until(waits_for_the_chain, "the write waits for the audit chain's lock")
         terminate(admin, pid)
     finally:
-        admin.execute("SELECT pg_advisory_unlock(%s)", [AUDIT_LOCK])
+        admin.execute("SELECT pg_advisory_unlock(%s, %s)", store.lock_keys(AUDIT_LOCK))
     with pytest.raises(StoreError) as refused:
         await asyncio.wait_for(in_flight, BOUND_S)
     assert UNREACHABLE.search(str(refused.value)), refused.value
