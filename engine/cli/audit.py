@@ -129,6 +129,8 @@ def _run(args: argparse.Namespace) -> int:
     store.open_sync()
     try:
         log = AuditLog(store)
+        if action in ("list", "export") and store.may_write:
+            _fold_refusals(store)
         if action == "verify":
             status = log.verify_sync()
             if not status.intact:
@@ -154,6 +156,17 @@ def _run(args: argparse.Namespace) -> int:
         store.close_sync()
     print(f"wrote {result.rows} events to {args.out}")
     return ExitCode.OK
+
+
+def _fold_refusals(store) -> None:
+    """The team store's refused writes, into the chain before it is listed or exported, so the trail is whole
+    even where no operator's desk runs (engine.store.refusals); a fold that fails leaves them for the next."""
+    from engine.errors import StoreError
+    from engine.store.refusals import fold_refusals
+    try:
+        fold_refusals(store)
+    except StoreError as exc:
+        print(f"note: refused writes not yet in the chain: {exc}", file=sys.stderr)
 
 
 # --- output -------------------------------------------------------------------------------------

@@ -105,3 +105,18 @@ def test_a_refusal_names_whoever_is_signed_in_and_nobody_writes_the_table_but_th
                           "UPDATE refusals SET folded = 1", "DELETE FROM refusals"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
+
+
+def test_audit_list_by_an_operator_takes_in_the_refusals_first(team_logins, capsys):
+    import main
+    urls, names = team_logins
+    viewer = Store(urls[VIEWER], MIGRATIONS)
+    viewer.open_sync()
+    with pytest.raises(StoreRefused):
+        viewer.transaction(lambda: alert_table.insert_alert(viewer, alert()))
+    viewer.close_sync()
+    assert main.main(["audit", "list", "--db", urls[VIEWER]]) == 0          # a viewer lists; it cannot fold
+    assert REFUSED_EVENT not in capsys.readouterr().out
+    assert main.main(["audit", "list", "--db", urls[OPERATOR], "--actor", names[VIEWER]]) == 0
+    [header, refused] = capsys.readouterr().out.strip().splitlines()
+    assert REFUSED_EVENT in refused and "INSERT alerts" in refused
