@@ -22,7 +22,7 @@ from .settings.cascade import CascadeSettings
 from .settings.gateway import GatewaySettings
 from .settings.telemetry import TelemetrySettings, check_telemetry
 from .settings.judge import JudgeSettings
-from .settings.review import ReviewSettings
+from .settings.review import LONGEST_SHIFT_H, ReviewSettings
 from .settings.store import StoreSettings
 from .store.target import store_target
 from .urls import check_url, is_loopback  # noqa: F401 (is_loopback: engine.config's users)
@@ -238,7 +238,7 @@ def _review(file: str, settings: ReviewSettings) -> ReviewSettings:
     for key in ("sla_high_s", "sla_medium_s", "sla_low_s", "sla_check_s"):
         if not getattr(settings, key) > 0:
             raise ConfigError(file, f"review.{key}", f"must be a positive number of seconds, found {getattr(settings, key)}")
-    if not 0 < settings.shift_h <= 24 * 31:
+    if not 0 < settings.shift_h <= LONGEST_SHIFT_H:
         raise ConfigError(file, "review.shift_h", f"must be a number of hours above 0 and at most a month, found "
                                                   f"{settings.shift_h}")
     if isinstance(settings.quorum_high, bool) or not isinstance(settings.quorum_high, int) or settings.quorum_high < 0:

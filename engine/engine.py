@@ -250,12 +250,14 @@ class Engine:
         loop = asyncio.get_running_loop()
         parts.store.on_link = lambda online, why: loop.call_soon_threadsafe(self._on_store_link, online, why)
         self._watch = ChangeWatch(parts.store, self._on_store_change, on_link=self._on_feed_link)
-        if self.read_only:
-            await self._start_reading()
-            return
-        await self._audit("engine", "engine.started", {"fleet": str(config.path), "agents": [a.id for a in config.agents]})
+        if not self.read_only:
+            await self._audit("engine", "engine.started", {"fleet": str(config.path),
+                                                           "agents": [a.id for a in config.agents]})
         await parts.store.call(self._anchor)
         await self._watch.start()
+        if self.read_only:
+            self._show_reading()
+            return
         self._overdue_timer = loop.call_later(0.0, self._look_for_overdue)
         for view in parts.registry.all():
             self._emit(AgentChanged(view, "", parts.clock()))
@@ -272,12 +274,9 @@ class Engine:
         await asyncio.shield(warm)   # a cancelled start leaves the thread to aclose(), which awaits it
         self._emit(EngineReady(sum(v.state is AgentState.UP for v in self.fleet.agents()), parts.clock()))
 
-    async def _start_reading(self) -> None:
-        """A viewer's desk: it watches the team store and writes nothing to it, so it launches no agent, asks
-        nothing and records no start; its chain's head is still anchored here, a witness of its own."""
-        await self.parts.store.call(self._anchor)
-        assert self._watch is not None
-        await self._watch.start()
+    def _show_reading(self) -> None:
+        """A viewer's desk, started: it watches the team store and writes nothing to it, so it launches no agent,
+        asks nothing and recorded no start (its chain's head is still anchored here, a witness of its own)."""
         for view in self.parts.registry.all():
             if view.spec.enabled:
                 view = self.parts.registry.mark_stopped(view.spec.id, "not run here: a viewer's desk asks no agent")

@@ -43,7 +43,6 @@ import dataclasses
 import itertools
 import json
 import os
-import secrets
 import shlex
 import subprocess
 import sys
@@ -117,10 +116,6 @@ def run_team(args) -> int:
 
 
 # --- the store: a schema of the run's own ------------------------------------------------------------------
-def libpq_url(target) -> str:
-    return target.url.replace("postgresql+psycopg://", "postgresql://", 1)
-
-
 def with_search_path(url: str, schema: str) -> str:
     """The URL with the schema first on the search path (libpq's options), whatever options it had."""
     parts = urlsplit(url)
@@ -138,7 +133,7 @@ def team_database(url: str):
     if not target.shared:
         raise InputError(f"--db {url}: bench team runs on PostgreSQL; give a postgresql:// URL")
     try:
-        psycopg.connect(libpq_url(target), connect_timeout=5).close()
+        psycopg.connect(target.libpq_url, connect_timeout=5).close()
     except psycopg.Error as exc:
         said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreError(f"PostgreSQL at {target.shown} cannot be reached ({said}); run `make db` to start the local "
@@ -151,12 +146,12 @@ def throwaway_schema(target) -> Iterator[tuple[str, str]]:
     """(schema, URL of the store in it): a new schema, dropped with everything in it when the block ends."""
     import psycopg
     schema = f"bench_team_{os.getpid()}_{next(_schemas)}"
-    with psycopg.connect(libpq_url(target), autocommit=True, connect_timeout=5) as conn:
+    with psycopg.connect(target.libpq_url, autocommit=True, connect_timeout=5) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     try:
         yield schema, with_search_path(target.url, schema)
     finally:
-        with psycopg.connect(libpq_url(target), autocommit=True, connect_timeout=5) as conn:
+        with psycopg.connect(target.libpq_url, autocommit=True, connect_timeout=5) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
@@ -190,14 +185,6 @@ def stored_facts(db: str, anchors: Path, key: Path) -> StoredFacts:
                    "review_joins": int(store.execute("SELECT count(*) FROM review_joins").scalar_one())})
     finally:
         store.close_sync()
-
-
-def make_anchor_key(path: Path) -> None:
-    """The desks' anchor key, made before they start (three desks making it at once would race)."""
-    from engine.store.anchors import KEY_BYTES
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(secrets.token_hex(KEY_BYTES) + "\n")
 
 
 # --- one phase: desks started, sent off together, watched, checked -------------------------------------------
@@ -335,13 +322,14 @@ def run_phase(phase: Phase, fleet: Path, work: Path, args) -> PhaseRun:
 def _team(args) -> int:
     from engine import load_fleet
     from engine.config import PROJECT_ROOT
+    from engine.store.anchors import anchor_key
     from .report import write_json
     from .soak import engine_fleet, fleet_files, start_host
     target = team_database(getattr(args, "db", None) or DEFAULT_TEAM_DB)
     corpus = (getattr(args, "corpus", None) or PROJECT_ROOT / "resources" / "corpus").resolve()
     with tempfile.TemporaryDirectory(prefix="quorum-team-") as tmp_name:
         work = Path(tmp_name)
-        make_anchor_key(work / "anchor.key")
+        anchor_key(work / "anchor.key")     # made before the desks start: three making it at once would race
         host_fleet = load_fleet(fleet_files(work, args.agents, corpus))
         print(f"team: starting {len(host_fleet.agents)} agents on 127.0.0.1 in one host process", flush=True)
         host, ports = start_host(host_fleet.path, work / "cache", work / "soak-agents.log")

@@ -675,8 +675,8 @@ class ApprovalsPanel(ShownMixin, EnginePanel):
         holder = item.holder(self._clock()) if item is not None else ""
         mine = holder == self._service.operator
         self.claim_button.setText("Let go" if mine else "Claim")
-        self.claim_button.setEnabled(self._accepting and item is not None and item.pending and not self._service.reads_only
-                                     and (not holder or mine) and not self.form.isVisible())
+        self.claim_button.setEnabled(self._accepting and not self._service.reads_only and item is not None
+                                     and item.pending and (not holder or mine) and not self.form.isVisible())
         if item is None or not item.pending:
             tip = "Select a pending item to claim it"
         elif holder and not mine:

@@ -16,7 +16,8 @@ from engine import (AgentSummary, CascadeSummary, ClaimSummary, ReviewItem, Risk
 from .. import style
 from ..stage_text import stage_label
 from ..untrusted import html_text
-from .approvals_model import STATUS_TONES, age_text, answer_cell, claim_text, decision_text, progress_text, when_text
+from .approvals_model import (STATUS_TONES, age_text, answer_cell, asked_again_text, claim_text, decision_text,
+                              progress_text, when_text)
 
 EXCERPT = 600          # characters of a cited passage shown
 MUTED_P = "margin-top:0; margin-bottom:4px"
@@ -231,8 +232,7 @@ def item_html(item: ReviewItem, now: float | None = None) -> str:
     parts = [f"<h3 style='margin:0'>#{item.id} · {toned(tone, html_text(item.status.value))} · "
              f"{toned('bad', 'high risk') if item.tier is RiskTier.HIGH else html_text(item.tier.value) + ' risk'}</h3>",
              f"<p style='margin-top:4px'><b>Question:</b> {html_text(item.question)}"
-             + (f" {muted(f'(asked {item.asked_times} times while it waited: one decision for all)')}"
-                if item.asked_times > 1 else "") + "</p>",
+             + (f" {muted(html_text('(' + asked_again_text(item) + ')'))}" if item.asked_times > 1 else "") + "</p>",
              f"<p><b>Answer:</b> {html_text(answer_cell(item))}<br>"
              f"{muted(html_text(verdict) + ': ' + html_text(item.answer_reason or '—'))}</p>",
              f"<p><b>Waits because:</b> {html_text(item.why)}<br>"

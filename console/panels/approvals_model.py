@@ -72,6 +72,11 @@ def progress_text(item: ReviewItem) -> str:
     return f"{len(item.approvals)} of {item.quorum} approvals{who}"
 
 
+def asked_again_text(item: ReviewItem) -> str:
+    """"asked 3 times while it waited: one decision for all" ("" for a question asked once)."""
+    return f"asked {item.asked_times} times while it waited: one decision for all" if item.asked_times > 1 else ""
+
+
 def decision_text(item: ReviewItem, now: float | None = None) -> str:
     if item.pending:
         parts = ["waiting for an operator", progress_text(item),
@@ -86,9 +91,8 @@ def status_cell(item: ReviewItem, now: float) -> str:
     parts = [item.status.value]
     if item.pending and item.quorum > 1:
         parts.append(f"{len(item.approvals)}/{item.quorum}")
-    if item.holder(now):
-        parts.append(item.holder(now))
-    return " · ".join(parts)
+    parts.append(item.holder(now))
+    return " · ".join(p for p in parts if p)
 
 
 def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
@@ -108,8 +112,7 @@ def review_columns(clock: Clock) -> tuple[Column[ReviewItem], ...]:
         Column("Tier", lambda i: i.tier.value,
                foreground=lambda i: style.tones().bad if i.tier is RiskTier.HIGH else None),
         Column("Question", lambda i: i.question if i.asked_times < 2 else f"{i.question} (×{i.asked_times})",
-               tooltip=lambda i: i.question if i.asked_times < 2 else
-               f"{i.question}\nasked {i.asked_times} times while it waited: one decision for all"),
+               tooltip=lambda i: "\n".join(t for t in (i.question, asked_again_text(i)) if t)),
         Column("Answer / verdict", answer_cell,
                tooltip=lambda i: f"{answer_cell(i)}\n{style.VERDICT_LABELS[i.verdict]}: {i.answer_reason}".strip()),
         Column("Why", lambda i: i.why, tooltip=lambda i: i.why),

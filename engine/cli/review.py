@@ -80,10 +80,11 @@ async def _review_run(args, path: StoreTarget) -> int:
             print("[]" if args.json else f"No review items ({path}: no database here yet)")
             return ExitCode.OK
         raise InputError(f"review item #{args.id} does not exist ({path}: no database here yet)")
+    settings = load_settings(getattr(args, "settings", None))
     store = Store(path, MIGRATIONS)
     await store.open()
     try:
-        queue = ReviewQueue(store, load_settings(getattr(args, "settings", None)).review)
+        queue = ReviewQueue(store, settings.review)
         if args.review_action == "list":
             items = await queue.items(args.status, limit=None)
             print_review_items(items, args.status, args.json)
@@ -103,7 +104,7 @@ async def _review_run(args, path: StoreTarget) -> int:
                   f"({', '.join(item.approvals)}); it waits for another operator")
             return ExitCode.OK
         # The agents behind the answer gain or lose by the decision, as they do when it is made in the console.
-        keeper = ReputationKeeper(store, load_settings(getattr(args, "settings", None)).reputation)
+        keeper = ReputationKeeper(store, settings.reputation)
         if store.target.shared:         # the book names this desk's agents as its engine does
             from engine import load_fleet
             from .common import cli_book_names

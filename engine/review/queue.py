@@ -22,7 +22,7 @@ from ..alerts.book import AlertBook
 from ..alerts.kinds import AlertKind
 from ..alerts.row import AlertRow, NewAlert
 from ..errors import InputError
-from ..settings.review import ReviewSettings
+from ..settings.review import LONGEST_SHIFT_H, ReviewSettings
 from ..store.db import NO_LIMIT, Store
 from ..types import RiskTier, Verdict, to_jsonable
 from ..answer import Answer
@@ -414,7 +414,7 @@ class ReviewQueue:
         """Each reviewer's decisions, approvals toward a quorum and holds over the last `hours` (default [review]
         shift_h; engine.review.shift)."""
         hours = self.settings.shift_h if hours is None else float(hours)
-        if not 0 < hours <= 24 * 31:
+        if not 0 < hours <= LONGEST_SHIFT_H:
             raise InputError(f"a shift of {hours:g} hours: give between a minute and a month")
         return await self._store.call(lambda: shift_tally(self._store, hours, self._store.clock()))
 

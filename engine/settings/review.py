@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from ..types import RiskTier
 
+LONGEST_SHIFT_H = 24 * 31       # a shift to count reviewers over: more than 0 hours, at most a month
+
 
 @dataclass(frozen=True)
 class ReviewSettings:

@@ -58,7 +58,7 @@ def default_anchor_files() -> tuple[Path, Path]:
             Path(os.environ.get("QUORUM_ANCHOR_KEY") or Path(platformdirs.user_config_dir("quorum")) / "anchor.key"))
 
 
-def _key(path: Path) -> bytes:
+def anchor_key(path: Path) -> bytes:
     """The signing key, made on first use (readable by its owner only)."""
     try:
         if not path.exists():
@@ -87,7 +87,7 @@ def anchor_head(store: Store, anchors: Path, key_file: Path) -> Anchor | None:
         return None
     anchor = Anchor(str(store.target), int(row[0]), str(row[1]), store.clock())
     line = json.dumps({"store": anchor.store, "seq": anchor.seq, "hash": anchor.hash, "at": anchor.at,
-                       "sig": _signature(_key(key_file), anchor)}, separators=(",", ":"))
+                       "sig": _signature(anchor_key(key_file), anchor)}, separators=(",", ":"))
     try:
         anchors.parent.mkdir(parents=True, exist_ok=True)
         with anchors.open("a", encoding="utf-8") as out:
@@ -103,7 +103,7 @@ def check_anchors(store: Store, anchors: Path, key_file: Path) -> AnchorCheck:
     """Every anchor of this store in the file, against the chain as it is now. On the store's thread."""
     if not anchors.exists():
         return AnchorCheck(0, ())
-    key = _key(key_file)
+    key = anchor_key(key_file)
     held, problems = 0, []
     for number, line in enumerate(anchors.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -136,5 +136,5 @@ def desk_id(key_file: Path | None = None) -> str:
     """This desk's stable name among a team's (the reputation book names its own built-in agents by it): derived
     from the anchors' signing key, made once per user and machine, so it needs no file of its own and says
     nothing of the key."""
-    key = _key(key_file or default_anchor_files()[1])
+    key = anchor_key(key_file or default_anchor_files()[1])
     return hashlib.sha256(b"quorum desk\0" + key).hexdigest()[:12]

@@ -101,7 +101,7 @@ class ChangeWatch:
 
     def _listen(self) -> None:
         import psycopg
-        url = self.store.target.url.replace("postgresql+psycopg://", "postgresql://", 1)
+        url = self.store.target.libpq_url
         lost = False
         while not self._stop.is_set():
             try:

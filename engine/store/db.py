@@ -51,7 +51,10 @@ SCHEMA_LOCK = 0x5155_4f53
 REPUTATION_LOCK = 0x5155_4f54   # many desks' reputation books take turns (engine.reputation.keeper)
 _QMARK = re.compile(r"'(?:[^']|'')*'|\?")
 _WRITES = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
+# Advisory locks by two int4 keys (Store.lock_keys): the store's schema, then the lock.
 _XACT_LOCK = "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))"
+_SESSION_LOCK = "SELECT pg_advisory_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))"
+_SESSION_UNLOCK = "SELECT pg_advisory_unlock(CAST(? AS INTEGER), CAST(? AS INTEGER))"
 # The channel every desk on one PostgreSQL store listens on (engine.store.changes): which tables a commit changed.
 CHANGES_CHANNEL = "quorum_changes"
 
@@ -235,7 +238,7 @@ class Store:
                              "WHERE nspname = current_schema()").scalar()
         if not owner:
             return
-        schema = str(self.execute("SELECT current_schema()").scalar_one())
+        schema = self.schema
         for statement in refusal_function(schema):
             self.execute(statement)
         roles = self.execute("SELECT count(*) FROM pg_roles WHERE rolname IN (?, ?, ?)", TEAM_ROLES).scalar_one()
@@ -363,11 +366,11 @@ class Store:
         """PostgreSQL: waits for, then holds, a session-wide advisory lock that other desks' stores take too (held
         again by this store, it counts up). SQLite: nothing, a file's desks share the one write lock instead."""
         if not self.sqlite:
-            self.execute("SELECT pg_advisory_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))", self.lock_keys(lock))
+            self.execute(_SESSION_LOCK, self.lock_keys(lock))
 
     def end_turn(self, lock: int) -> None:
         if not self.sqlite:
-            self.execute("SELECT pg_advisory_unlock(CAST(? AS INTEGER), CAST(? AS INTEGER))", self.lock_keys(lock))
+            self.execute(_SESSION_UNLOCK, self.lock_keys(lock))
 
     def lock_keys(self, lock: int) -> tuple[int, int]:
         """An advisory lock's two keys on PostgreSQL: this store's schema, then the lock. Advisory locks are the
@@ -444,7 +447,6 @@ class Store:
                 if self._conn is conn and self._driver_in_transaction():
                     conn.exec_driver_sql("ROLLBACK")
                 if isinstance(exc_, StoreRefused):
-                    self._in_transaction = False
                     self._keep_refusal(exc_)
                 raise
             finally:

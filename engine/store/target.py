@@ -36,7 +36,12 @@ class StoreTarget:
     @property
     def shown(self) -> str:
         """How messages name the store: the file, or the URL (which holds no secret)."""
-        return str(self.path) if self.path is not None else self.url.replace("postgresql+psycopg://", "postgresql://")
+        return str(self.path) if self.path is not None else self.libpq_url
+
+    @property
+    def libpq_url(self) -> str:
+        """The PostgreSQL URL as libpq (psycopg on its own) takes it, without SQLAlchemy's driver name."""
+        return self.url.replace("postgresql+psycopg://", "postgresql://", 1)
 
     @property
     def shared(self) -> bool:
